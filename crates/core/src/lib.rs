@@ -1,0 +1,23 @@
+//! Shared types of gst, pure and dependency-light (nalgebra, serde, thiserror).
+//!
+//! Names carry their frames and units, read right to left: `world_from_camera` maps points in the camera
+//! frame to the world frame. The camera frame is OpenCV's (x right, y down, z forward); the world frame is
+//! z up, in metres, with the floor at z = 0. Angles are radians unless a name ends in `_deg`.
+
+pub mod calibration;
+pub mod camera;
+pub mod error;
+pub mod image;
+pub mod instance;
+pub mod pose;
+pub mod semantic;
+pub mod trajectory;
+
+pub use calibration::Calibration;
+pub use camera::{Distortion, PinholeCamera};
+pub use error::CoreError;
+pub use image::{DepthImage, Image, InstanceImage, RgbImage};
+pub use instance::{Instance, InstanceId, OrientedBox3};
+pub use pose::Pose3;
+pub use semantic::{ObjectClass, RoomType};
+pub use trajectory::{TimedPose, Trajectory};
