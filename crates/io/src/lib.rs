@@ -1,1 +1,15 @@
-//! stub
+//! The edges of gst: image files through OpenCV's codecs, atomic file writes, calibration files.
+//!
+//! Every error names the file it concerns. Writers never leave a half-written file behind: they encode in
+//! memory, write a temporary file in the destination directory and rename it into place.
+
+pub mod error;
+pub mod images;
+pub mod write;
+
+pub use error::IoError;
+pub use images::{
+    read_depth_png, read_gray, read_instance_png, read_rgb, write_depth_png, write_gray_png, write_instance_png,
+    write_rgb_png,
+};
+pub use write::{atomic_write, write_json};

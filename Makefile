@@ -1,0 +1,63 @@
+# gst — two commands do everything: `make demo` and `make test`. Both run `make setup` first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# The cargo target dir lives outside the clone so that CI and fresh clones reuse one build cache.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/gst/target
+CARGO ?= cargo
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+GST := $(CARGO_TARGET_DIR)/release/gst
+
+.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt clippy unit bench build
+
+help:
+	@echo "make demo   build everything and run the demo (installs what it needs first)"
+	@echo "make test   fmt check, clippy -D warnings, the whole test suite"
+	@echo "make bench  renderer throughput against Open3D's RaycastingScene"
+	@echo "make setup  install system packages and the project virtualenv (idempotent)"
+
+setup: setup-apt setup-venv
+
+# apt: only when a package is missing, so a second run is a no-op.
+setup-apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+# The virtualenv holds onnxruntime (its shared library for `ort`), the `rerun` CLI and `evo`.
+setup-venv: $(VENV)/.setup-done
+
+$(VENV)/.setup-done: python/requirements.txt scripts/write-env.sh
+	@[ -x $(PYTHON) ] || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --disable-pip-version-check -r python/requirements.txt
+	bash scripts/write-env.sh $(VENV)
+	@touch $@
+
+# Open3D is only needed as the peer in `make bench`.
+setup-bench: setup
+	@$(PYTHON) -c "import open3d" 2>/dev/null || $(PYTHON) -m pip install -q --disable-pip-version-check -r python/requirements-bench.txt
+
+build: setup
+	$(CARGO) build --release --bin gst
+
+demo: build
+	source $(VENV)/env.sh && $(GST) demo --out out/demo
+
+fmt:
+	$(CARGO) fmt --all --check
+
+clippy: setup
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit: setup
+	source $(VENV)/env.sh && $(CARGO) test --workspace
+
+test: fmt clippy unit
+
+bench: setup-bench build
+	source $(VENV)/env.sh && $(GST) bench render --out bench-out/render --python $(PYTHON)

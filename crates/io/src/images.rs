@@ -1,0 +1,164 @@
+//! Image files through OpenCV's codecs (imgcodecs): PNG for colour, 16-bit depth (TUM convention) and
+//! 16-bit instance ids; any format OpenCV reads for input.
+
+use std::path::Path;
+
+use opencv::core::{CV_8UC1, CV_8UC3, CV_16UC1, Mat, Scalar, Vector};
+use opencv::imgcodecs;
+use opencv::prelude::*;
+
+use gst_core::{DepthImage, Image, InstanceImage, RgbImage};
+
+use crate::{IoError, atomic_write};
+
+fn mat_with<T: Copy>(
+    width: u32,
+    height: u32,
+    typ: i32,
+    pixels: &[T],
+    bytes_of: impl Fn(&T, &mut [u8]),
+    bytes_per_pixel: usize,
+) -> opencv::Result<Mat> {
+    let mut mat = Mat::new_rows_cols_with_default(height as i32, width as i32, typ, Scalar::all(0.0))?;
+    let data = mat.data_bytes_mut()?;
+    for (pixel, chunk) in pixels.iter().zip(data.chunks_exact_mut(bytes_per_pixel)) {
+        bytes_of(pixel, chunk);
+    }
+    Ok(mat)
+}
+
+fn encode_png(path: &Path, mat: opencv::Result<Mat>) -> Result<Vec<u8>, IoError> {
+    let encode = |e: opencv::Error| IoError::Encode { path: path.into(), message: e.to_string() };
+    let mat = mat.map_err(encode)?;
+    let mut buffer = Vector::<u8>::new();
+    // Default PNG compression; the output is deterministic for the same pixels.
+    let ok = imgcodecs::imencode(".png", &mat, &mut buffer, &Vector::new()).map_err(encode)?;
+    if !ok {
+        return Err(IoError::Encode { path: path.into(), message: "OpenCV's PNG encoder refused the image".into() });
+    }
+    Ok(buffer.to_vec())
+}
+
+/// Writes an RGB image as an 8-bit PNG.
+pub fn write_rgb_png(path: &Path, image: &RgbImage) -> Result<(), IoError> {
+    let mat = mat_with(image.width(), image.height(), CV_8UC3, image.data(), |p, b| b.copy_from_slice(&[p[2], p[1], p[0]]), 3);
+    atomic_write(path, &encode_png(path, mat)?)
+}
+
+/// Writes a single-channel 8-bit image as a PNG.
+pub fn write_gray_png(path: &Path, image: &Image<u8>) -> Result<(), IoError> {
+    let mat = mat_with(image.width(), image.height(), CV_8UC1, image.data(), |p, b| b[0] = *p, 1);
+    atomic_write(path, &encode_png(path, mat)?)
+}
+
+/// Writes depth as a 16-bit PNG in units of `1 / depth_scale` metres (TUM: 5000, i.e. 0.2 mm); 0 = missing.
+/// Depths beyond the 16-bit range (13.1 m at scale 5000) are written as missing.
+pub fn write_depth_png(path: &Path, depth: &DepthImage, depth_scale: f64) -> Result<(), IoError> {
+    let to_units = |d: &f32| {
+        let units = (f64::from(*d) * depth_scale).round();
+        if d.is_finite() && units > 0.0 && units <= f64::from(u16::MAX) { units as u16 } else { 0 }
+    };
+    let mat = mat_with(depth.width(), depth.height(), CV_16UC1, depth.data(), |d, b| b.copy_from_slice(&to_units(d).to_ne_bytes()), 2);
+    atomic_write(path, &encode_png(path, mat)?)
+}
+
+/// Writes instance ids as a 16-bit PNG (0 = structure or nothing).
+pub fn write_instance_png(path: &Path, ids: &InstanceImage) -> Result<(), IoError> {
+    let mat = mat_with(ids.width(), ids.height(), CV_16UC1, ids.data(), |id, b| b.copy_from_slice(&id.to_ne_bytes()), 2);
+    atomic_write(path, &encode_png(path, mat)?)
+}
+
+fn decode(path: &Path, flags: i32) -> Result<Mat, IoError> {
+    let bytes = std::fs::read(path).map_err(|source| IoError::Io { path: path.into(), source })?;
+    let fail = |message: String| IoError::Decode { path: path.into(), message };
+    if bytes.is_empty() {
+        return Err(fail("the file is empty".into()));
+    }
+    let buffer = Vector::<u8>::from_slice(&bytes);
+    let mat = imgcodecs::imdecode(&buffer, flags).map_err(|e| fail(e.to_string()))?;
+    if mat.empty() {
+        return Err(fail("not an image OpenCV can read (corrupt or unknown format)".into()));
+    }
+    Ok(mat)
+}
+
+fn pixels<T: Copy>(path: &Path, mat: &Mat, expected_type: i32, bytes_per_pixel: usize, from: impl Fn(&[u8]) -> T) -> Result<Image<T>, IoError> {
+    let fail = |message: String| IoError::Decode { path: path.into(), message };
+    if mat.typ() != expected_type {
+        return Err(fail(format!("unexpected pixel type {} (expected {expected_type})", mat.typ())));
+    }
+    let continuous = if mat.is_continuous() { mat.clone() } else { mat.try_clone().map_err(|e| fail(e.to_string()))? };
+    let bytes = continuous.data_bytes().map_err(|e| fail(e.to_string()))?;
+    let data: Vec<T> = bytes.chunks_exact(bytes_per_pixel).map(from).collect();
+    Image::from_vec(mat.cols() as u32, mat.rows() as u32, data).map_err(|e| fail(e.to_string()))
+}
+
+/// Reads a colour image (any format OpenCV reads) as RGB.
+pub fn read_rgb(path: &Path) -> Result<RgbImage, IoError> {
+    let mat = decode(path, imgcodecs::IMREAD_COLOR)?;
+    pixels(path, &mat, CV_8UC3, 3, |b| [b[2], b[1], b[0]])
+}
+
+/// Reads an image as 8-bit grey.
+pub fn read_gray(path: &Path) -> Result<Image<u8>, IoError> {
+    let mat = decode(path, imgcodecs::IMREAD_GRAYSCALE)?;
+    pixels(path, &mat, CV_8UC1, 1, |b| b[0])
+}
+
+/// Reads a 16-bit depth PNG in units of `1 / depth_scale` metres.
+pub fn read_depth_png(path: &Path, depth_scale: f64) -> Result<DepthImage, IoError> {
+    let mat = decode(path, imgcodecs::IMREAD_UNCHANGED)?;
+    let scale = depth_scale as f32;
+    pixels(path, &mat, CV_16UC1, 2, |b| f32::from(u16::from_ne_bytes([b[0], b[1]])) / scale)
+}
+
+/// Reads a 16-bit instance-id PNG.
+pub fn read_instance_png(path: &Path) -> Result<InstanceImage, IoError> {
+    let mat = decode(path, imgcodecs::IMREAD_UNCHANGED)?;
+    pixels(path, &mat, CV_16UC1, 2, |b| u16::from_ne_bytes([b[0], b[1]]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_round_trip_through_png() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let rgb = Image::from_vec(3, 2, vec![[255, 0, 0], [0, 255, 0], [0, 0, 255], [1, 2, 3], [4, 5, 6], [7, 8, 9]])?;
+        write_rgb_png(&dir.path().join("rgb.png"), &rgb)?;
+        assert_eq!(read_rgb(&dir.path().join("rgb.png"))?, rgb);
+
+        let depth = Image::from_vec(2, 2, vec![0.0, 1.2345, 13.0, 20.0])?;
+        write_depth_png(&dir.path().join("depth.png"), &depth, 5000.0)?;
+        let back = read_depth_png(&dir.path().join("depth.png"), 5000.0)?;
+        assert_eq!(back.data()[0], 0.0);
+        assert!((back.data()[1] - 1.2345).abs() <= 0.0001);
+        assert!((back.data()[2] - 13.0).abs() <= 0.0001);
+        assert_eq!(back.data()[3], 0.0, "beyond 13.1 m is written as missing");
+
+        let ids = Image::from_vec(2, 1, vec![0u16, 65000])?;
+        write_instance_png(&dir.path().join("ids.png"), &ids)?;
+        assert_eq!(read_instance_png(&dir.path().join("ids.png"))?, ids);
+        Ok(())
+    }
+
+    #[test]
+    fn corrupt_and_missing_images_name_the_file() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let corrupt = dir.path().join("corrupt.png");
+        std::fs::write(&corrupt, b"\x89PNG\r\n\x1a\nnot really")?;
+        let error = read_rgb(&corrupt).expect_err("corrupt").to_string();
+        assert!(error.contains("corrupt.png"), "{error}");
+        let empty = dir.path().join("empty.png");
+        std::fs::write(&empty, b"")?;
+        assert!(read_rgb(&empty).expect_err("empty").to_string().contains("empty"));
+        let missing = dir.path().join("missing.png");
+        assert!(read_depth_png(&missing, 5000.0).expect_err("missing").to_string().contains("missing.png"));
+        // An 8-bit PNG is not a depth image.
+        let rgb = Image::from_vec(1, 1, vec![[1u8, 2, 3]])?;
+        write_rgb_png(&dir.path().join("rgb.png"), &rgb)?;
+        assert!(read_depth_png(&dir.path().join("rgb.png"), 5000.0).is_err());
+        Ok(())
+    }
+}
