@@ -1073,3 +1073,106 @@ Kd 0.2 0.4 0.6
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod scratch_render {
+    use super::*;
+    fn render(mesh: &TriangleMesh, view: usize, px: usize, out: &mut [[u8; 3]], stride: usize, ox: usize, oy: usize) {
+        let (lo, hi) = mesh.bounds().unwrap();
+        // view 0: front (x right, z up, depth +y); 1: right side (-y right... looking from +x: y right? use -y left), 2: top (x right, y up, depth -z)
+        let map = |p: [f32; 3]| -> (f32, f32, f32) {
+            match view {
+                0 => (p[0], p[2], p[1]),
+                1 => (p[1], p[2], -p[0]),
+                _ => (p[0], p[1], -p[2]),
+            }
+        };
+        let (a0, b0, _) = map(lo);
+        let (a1, b1, _) = map(hi);
+        let (amin, amax) = (a0.min(a1), a0.max(a1));
+        let (bmin, bmax) = (b0.min(b1), b0.max(b1));
+        let scale = (px as f32 - 4.0) / (amax - amin).max(bmax - bmin);
+        let mut depth = vec![f32::INFINITY; px * px];
+        for (t, &m) in mesh.triangles.iter().zip(&mesh.triangle_materials) {
+            let p = t.map(|v| mesh.positions[v as usize]);
+            let e1 = [p[1][0] - p[0][0], p[1][1] - p[0][1], p[1][2] - p[0][2]];
+            let e2 = [p[2][0] - p[0][0], p[2][1] - p[0][1], p[2][2] - p[0][2]];
+            let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+            let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt().max(1e-12);
+            let light = [-0.4f32, -0.7, 0.6];
+            let shade = 0.35 + 0.65 * ((n[0] * light[0] + n[1] * light[1] + n[2] * light[2]) / len).abs();
+            let mat = &mesh.materials[m as usize];
+            let uv = t.map(|v| mesh.uvs[v as usize]);
+            let tex = mat.texture.as_ref().map(|tx| tx.sample((uv[0][0] + uv[1][0] + uv[2][0]) / 3.0, (uv[0][1] + uv[1][1] + uv[2][1]) / 3.0));
+            let base = match tex {
+                Some(c) => c.map(|c| c as f32 / 255.0),
+                None => mat.diffuse,
+            };
+            let colour = [0, 1, 2].map(|i| (base[i] * shade * 255.0).min(255.0) as u8);
+            let q = p.map(|p| {
+                let (a, b, d) = map(p);
+                (2.0 + (a - amin) * scale, px as f32 - 2.0 - (b - bmin) * scale, d)
+            });
+            let minx = q.iter().map(|q| q.0).fold(f32::MAX, f32::min).floor().max(0.0) as usize;
+            let maxx = (q.iter().map(|q| q.0).fold(f32::MIN, f32::max).ceil() as usize).min(px - 1);
+            let miny = q.iter().map(|q| q.1).fold(f32::MAX, f32::min).floor().max(0.0) as usize;
+            let maxy = (q.iter().map(|q| q.1).fold(f32::MIN, f32::max).ceil() as usize).min(px - 1);
+            let area = (q[1].0 - q[0].0) * (q[2].1 - q[0].1) - (q[2].0 - q[0].0) * (q[1].1 - q[0].1);
+            if area.abs() < 1e-9 { continue; }
+            for y in miny..=maxy {
+                for x in minx..=maxx {
+                    let (fx, fy) = (x as f32 + 0.5, y as f32 + 0.5);
+                    let w0 = ((q[1].0 - fx) * (q[2].1 - fy) - (q[2].0 - fx) * (q[1].1 - fy)) / area;
+                    let w1 = ((q[2].0 - fx) * (q[0].1 - fy) - (q[0].0 - fx) * (q[2].1 - fy)) / area;
+                    let w2 = 1.0 - w0 - w1;
+                    if w0 < 0.0 || w1 < 0.0 || w2 < 0.0 { continue; }
+                    let d = w0 * q[0].2 + w1 * q[1].2 + w2 * q[2].2;
+                    if d < depth[y * px + x] {
+                        depth[y * px + x] = d;
+                        out[(oy + y) * stride + ox + x] = colour;
+                    }
+                }
+            }
+        }
+    }
+
+    fn sheet(meshes: &[(String, TriangleMesh)], file: &str) {
+        let px = 160;
+        let w = px * 3;
+        let h = px * meshes.len();
+        let mut img = vec![[255u8; 3]; w * h];
+        for (row, (_, mesh)) in meshes.iter().enumerate() {
+            for view in 0..3 {
+                render(mesh, view, px, &mut img, w, view * px, row * px);
+            }
+        }
+        let f = File::create(file).unwrap();
+        let mut enc = png::Encoder::new(f, w as u32, h as u32);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut wr = enc.write_header().unwrap();
+        wr.write_image_data(&img.concat()).unwrap();
+    }
+
+    #[test]
+    #[ignore]
+    fn scratch_sheets() {
+        let catalog = Catalog::open(Path::new(DEFAULT_CATALOG_PATH)).unwrap();
+        let mut all = Vec::new();
+        for e in catalog.entries().iter().filter(|e| e.class.is_some()) {
+            let m = catalog.load_model(e).unwrap();
+            let textured = m.materials.iter().filter(|m| m.texture.is_some()).count();
+            eprintln!("{} {:?} tris {} mats {} textured {}", e.id, e.class, m.triangle_count(), m.materials.len(), textured);
+            all.push((e.id.clone(), m));
+        }
+        for (k, chunk) in all.chunks(10).enumerate() {
+            eprintln!("sheet {k}: {:?}", chunk.iter().map(|c| c.0.clone()).collect::<Vec<_>>());
+            sheet(chunk, &format!("/tmp/sheet{k}.png"));
+        }
+        let prims: Vec<(String, TriangleMesh)> = ObjectClass::ALL.iter().map(|&c| (c.text().to_string(), crate::primitives::primitive_model(c, crate::primitives::nominal_size_m(c)))).collect();
+        for (k, chunk) in prims.chunks(11).enumerate() {
+            sheet(chunk, &format!("/tmp/prim{k}.png"));
+        }
+    }
+}

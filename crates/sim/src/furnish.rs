@@ -523,7 +523,7 @@ impl<R: Rng> RoomFurnisher<'_, R> {
                 let count = if k == 0 { per_side } else { (chairs - per_side).min(per_side) };
                 for n in 0..count {
                     let x = (n as f64 + 0.5) / count as f64 * t.bbox.size_m[0] - t.bbox.size_m[0] / 2.0;
-                    let y = side * (t.bbox.size_m[1] / 2.0 + chair.size_m[1] / 2.0 - 0.08);
+                    let y = side * (t.bbox.size_m[1] / 2.0 + chair.size_m[1] / 2.0 + 0.03);
                     let world = t.world_from_model().transform_vector(&Vector3::new(x, y, 0.0));
                     let c = t.bbox.center();
                     // A chair on the table's +y side faces -y (yaw of the table), on the -y side it turns round.

@@ -73,6 +73,22 @@ impl MeshBuilder {
 
 /// Builds the renderable scene. Structure has instance id 0; furniture carries its instance id.
 pub fn build_render_scene(scene: &Scene, library: &FurnitureLibrary) -> Result<RenderScene, SimError> {
+    build(scene, library, Lintels::Keep)
+}
+
+/// The scene as top-down maps see it: without the wall above door openings, so that doors show as gaps.
+pub fn build_topdown_scene(scene: &Scene, library: &FurnitureLibrary) -> Result<RenderScene, SimError> {
+    build(scene, library, Lintels::Drop)
+}
+
+/// Whether the wall above door openings is built.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lintels {
+    Keep,
+    Drop,
+}
+
+fn build(scene: &Scene, library: &FurnitureLibrary, lintels: Lintels) -> Result<RenderScene, SimError> {
     let mut cache = MaterialCache { textures: BTreeMap::new() };
     let mut objects = Vec::new();
     let height = scene.plan.wall_height_m;
@@ -105,14 +121,15 @@ pub fn build_render_scene(scene: &Scene, library: &FurnitureLibrary) -> Result<R
         let (cap, _) = cache.material("wall_top", &scene.exterior);
         let sides = [(builder.material_index(&m0), repeat0), (builder.material_index(&m1), repeat1)];
         let cap = builder.material_index(&cap);
+        let door_top = |top: f64| if lintels == Lintels::Drop { height } else { top };
         let openings: Vec<(f64, f64, f64, f64)> = scene
             .plan
             .doors
             .iter()
-            .map(|d| &d.opening)
-            .chain(&scene.plan.windows)
-            .filter(|o| o.wall == index)
-            .map(|o| (o.start_m(), o.end_m(), o.bottom_m, o.top_m))
+            .map(|d| (&d.opening, door_top(d.opening.top_m)))
+            .chain(scene.plan.windows.iter().map(|w| (w, w.top_m)))
+            .filter(|(o, _)| o.wall == index)
+            .map(|(o, top)| (o.start_m(), o.end_m(), o.bottom_m, top))
             .collect();
         wall_boxes(&mut builder, wall, &openings, height - WALL_TOP_GAP_M, sides, cap);
         objects.push(RenderObject { mesh: Arc::new(builder.finish()), instance_id: 0 });

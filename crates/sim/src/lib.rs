@@ -17,6 +17,7 @@ pub mod render;
 pub mod scene;
 pub mod textures;
 pub mod topdown;
+pub mod walk;
 
 pub use error::SimError;
 pub use mesh::{Material, Texture, TriangleMesh};

@@ -87,7 +87,9 @@ const LEAF: [f32; 3] = [0.2, 0.5, 0.18];
 const TERRACOTTA: [f32; 3] = [0.7, 0.35, 0.22];
 const FABRIC_BLUE: [f32; 3] = [0.25, 0.35, 0.6];
 const FABRIC_GREY: [f32; 3] = [0.45, 0.45, 0.48];
+const CUSHION_GREY: [f32; 3] = [0.58, 0.58, 0.6];
 const FABRIC_RED: [f32; 3] = [0.6, 0.2, 0.18];
+const CUSHION_RED: [f32; 3] = [0.72, 0.3, 0.26];
 const FABRIC_GREEN: [f32; 3] = [0.35, 0.45, 0.3];
 const LAMPSHADE: [f32; 3] = [0.95, 0.9, 0.75];
 const BRICK: [f32; 3] = [0.6, 0.3, 0.22];
@@ -349,7 +351,9 @@ fn build(class: ObjectClass, b: &mut Builder) {
             b.cabinet(0.1 * h, h, 0, 3, WOOD, DARK_WOOD);
         }
         C::Sofa | C::Armchair => {
-            let fabric = if class == C::Sofa { FABRIC_GREY } else { FABRIC_RED };
+            // Cushions a shade lighter than the frame, so that seat and back read apart from the front.
+            let (fabric, cushion) =
+                if class == C::Sofa { (FABRIC_GREY, CUSHION_GREY) } else { (FABRIC_RED, CUSHION_RED) };
             let arm = 0.18f64.min(hw * 0.25);
             let back = 0.22f64.min(hd * 0.35);
             let seat = 0.45 * h;
@@ -362,7 +366,13 @@ fn build(class: ObjectClass, b: &mut Builder) {
             let width = 2.0 * (hw - arm) / cushions as f64;
             for k in 0..cushions {
                 let x0 = -hw + arm + width * k as f64;
-                b.cuboid([x0 + 0.005, -hd, seat - 0.12 * h], [x0 + width - 0.005, hd - back, seat], fabric);
+                b.cuboid([x0 + 0.005, -hd, seat - 0.12 * h], [x0 + width - 0.005, hd - back, seat], cushion);
+                let lean = 0.12f64.min(0.2 * hd);
+                b.cuboid(
+                    [x0 + 0.005, hd - back - lean, seat],
+                    [x0 + width - 0.005, hd - back, 0.9 * h],
+                    cushion,
+                );
             }
             b.cuboid([-hw, hd - back, feet], [hw, hd, h], fabric);
             for side in [-1.0, 1.0] {
@@ -514,7 +524,14 @@ fn build(class: ObjectClass, b: &mut Builder) {
             match class {
                 C::KitchenCabinet => {
                     b.cuboid([-hw, -hd, h - top], [hw, hd, h], STONE);
-                    b.cabinet(plinth, h - top, 2, 1, body, DARK_GREY);
+                    // Two doors under a drawer.
+                    let drawer = h - top - 0.15f64.min(0.2 * (h - top - plinth));
+                    b.cabinet(plinth, drawer, 2, 0, body, DARK_GREY);
+                    b.cabinet(drawer, h - top, 0, 0, body, DARK_GREY);
+                    b.front_strip(-hw, hw, drawer, drawer + 0.006f64.min(0.01 * h), DARK_GREY);
+                    let handle_z = (drawer + h - top) / 2.0;
+                    let half = 0.08f64.min(hw * 0.3);
+                    b.front_strip(-half, half, handle_z - 0.01, handle_z + 0.01, DARK_GREY);
                 }
                 C::Dishwasher => {
                     b.cabinet(plinth, h, 0, 0, body, DARK_GREY);
@@ -550,29 +567,32 @@ fn build(class: ObjectClass, b: &mut Builder) {
             b.cuboid([-0.015, hd * 0.1, h - 0.03f64.min(0.2 * (h - counter))], [0.015, hd * 0.65, h], STEEL);
         }
         C::Toilet => {
-            let tank = 0.2f64.min(hd * 0.35);
+            // Pedestal and bowl in front, seat on the bowl, cistern against the wall (+y).
+            let tank = 0.2f64.min(hd * 0.5);
             let bowl_top = 0.42f64.min(0.55 * h);
-            b.cylinder(Axis::Z, [0.0, -hd * 0.1], 0.0, bowl_top * 0.6, hw * 0.55, hw * 0.55, CERAMIC);
+            let bowl_length = 2.0 * hd - tank;
+            let bowl_y = -hd + bowl_length / 2.0;
             b.cylinder(
                 Axis::Z,
-                [0.0, -(hd - tank) * 0.3 - hd * 0.1],
-                bowl_top * 0.6,
-                bowl_top,
-                hw * 0.85,
-                hw * 0.85,
+                [0.0, bowl_y + 0.1 * bowl_length],
+                0.0,
+                0.7 * bowl_top,
+                hw * 0.45,
+                hw * 0.6,
                 CERAMIC,
             );
             b.ellipsoid(
-                [0.0, -(hd * 0.15 + (hd - tank) * 0.35), bowl_top * 0.75],
-                [hw * 0.98, (hd - tank) * 0.75, bowl_top * 0.3],
+                [0.0, bowl_y, 0.75 * bowl_top],
+                [hw * 0.95, bowl_length / 2.0, 0.25 * bowl_top],
                 CERAMIC,
             );
+            let seat = 0.02f64.min(0.05 * h);
             b.cuboid(
-                [-hw * 0.9, -(hd - tank) * 0.5, bowl_top],
-                [hw * 0.9, hd - tank, bowl_top + 0.02],
+                [-hw * 0.85, -hd + 0.03f64.min(0.1 * hd), bowl_top],
+                [hw * 0.85, hd - tank, bowl_top + seat],
                 WHITE,
             );
-            b.cuboid([-hw, hd - tank, bowl_top * 0.5], [hw, hd, h], CERAMIC);
+            b.cuboid([-hw, hd - tank, 0.6 * bowl_top], [hw, hd, h], CERAMIC);
         }
         C::Bathtub => {
             let wall = 0.06f64.min(hw * 0.1).min(hd * 0.2);

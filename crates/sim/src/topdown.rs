@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 
 use gst_core::{Image, ObjectClass, RgbImage};
 
-use crate::geometry::WALL_TOP_GAP_M;
+use crate::SimError;
+use crate::geometry::{WALL_TOP_GAP_M, build_topdown_scene};
+use crate::library::FurnitureLibrary;
 use crate::plan::Rect;
-use crate::render::{OrthoView, RenderOptions, RenderScene, render_topdown};
+use crate::render::{OrthoView, RenderOptions, render_topdown};
 use crate::scene::Scene;
 
 /// Size of GST-Bench's top-down images.
@@ -127,12 +129,13 @@ pub fn scene_bounds(scene: &Scene) -> Rect {
 }
 
 /// Renders the top-down images of a scene at GST-Bench's 640x512.
-pub fn render_topdowns(scene: &Scene, render_scene: &RenderScene) -> TopdownImages {
+pub fn render_topdowns(scene: &Scene, library: &FurnitureLibrary) -> Result<TopdownImages, SimError> {
+    let render_scene = build_topdown_scene(scene, library)?;
     let mapping = TopdownMapping::fit(&scene_bounds(scene), TOPDOWN_WIDTH, TOPDOWN_HEIGHT, TOPDOWN_MARGIN_PX);
     // Cut between the wall tops and the ceiling: walls stay, the ceiling goes.
     let view = mapping.ortho_view(scene.plan.wall_height_m - WALL_TOP_GAP_M / 2.0);
     let options = RenderOptions { background: [0, 0, 0], ..RenderOptions::default() };
-    let frame = render_topdown(render_scene, &view, &options);
+    let frame = render_topdown(&render_scene, &view, &options);
 
     let class_of: std::collections::BTreeMap<u16, ObjectClass> =
         scene.instances.iter().map(|i| (i.id.0, i.class)).collect();
@@ -157,13 +160,13 @@ pub fn render_topdowns(scene: &Scene, render_scene: &RenderScene) -> TopdownImag
             semantic.push(color);
         }
     }
-    TopdownImages {
+    Ok(TopdownImages {
         mapping,
         rendered: frame.rgb,
         // Both buffers have exactly width × height entries.
         semantic: Image::from_vec(w, h, semantic).unwrap_or_else(|_| Image::filled(w, h, [0, 0, 0])),
         binary: Image::from_vec(w, h, binary).unwrap_or_else(|_| Image::filled(w, h, 0)),
-    }
+    })
 }
 
 #[cfg(test)]
