@@ -21,8 +21,9 @@
 //! The catalog's categories ("Living room", "Kitchen") are too coarse for the benchmark's object
 //! vocabulary, so a hand-written table maps catalog ids to [`ObjectClass`]; it was checked against the
 //! names, sizes and icons of the Blend Swap CC-0 library. Pieces that are not floor-standing furniture
-//! of a class (a 2-burner cooktop named "stove", a ceiling lamp, table-top plants, corner sofas that only
-//! fit a corner) are deliberately left out: they get `class: None` and the primitives stand in.
+//! of a class (`stove` is a 2-burner cooktop, `lamp2` a ceiling lamp, `cactus` and `littlePlant` are
+//! table-top plants, `sofa` and `L_shaped_sofa` are corner sofas that only fit a corner) are deliberately
+//! left out: they get `class: None`, and classes without any catalog piece use the primitives.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -155,6 +156,12 @@ impl std::fmt::Debug for Catalog {
     }
 }
 
+/// An MTL material and the archive folder its texture names are relative to.
+struct MaterialDefinition {
+    material: MtlMaterial,
+    folder: String,
+}
+
 impl Catalog {
     /// Opens a furniture library: reads the archive index and the properties file only.
     ///
@@ -235,25 +242,35 @@ impl Catalog {
         let mut mesh = model.mesh;
         let folder = parent_folder(member);
 
-        let (library, library_folders) =
+        let library =
             self.read_material_libraries(&mut archive, member, folder, &model.material_libraries)?;
+        // Materials often share a texture: decode each file once.
         let mut textures: HashMap<String, Option<Arc<Texture>>> = HashMap::new();
         for material in &mut mesh.materials {
-            let Some((definition, mtl_folder)) = library
-                .get(&material.name)
-                .map(|(definition, index)| (definition, library_folders[*index].as_str()))
-            else {
+            let Some(definition) = library.get(&material.name) else {
                 if !material.name.is_empty() && !library.is_empty() {
-                    warn!(catalog = %self.path.display(), %member, material = %material.name, "material is not defined in the MTL files; using grey");
+                    warn!(
+                        catalog = %self.path.display(), %member, material = %material.name,
+                        "material is not defined in the MTL files; using grey"
+                    );
                 }
                 continue;
             };
-            material.diffuse = definition.diffuse;
-            if let Some(map) = &definition.diffuse_map {
-                let texture = textures
-                    .entry(map.clone())
-                    .or_insert_with(|| self.load_texture(&mut archive, member, mtl_folder, map))
-                    .clone();
+            material.diffuse = definition.material.diffuse;
+            if let Some(map) = &definition.material.diffuse_map {
+                let texture = match self.resolve_member(&definition.folder, map) {
+                    Some(texture_member) => textures
+                        .entry(texture_member.clone())
+                        .or_insert_with(|| self.load_texture(&mut archive, member, &texture_member))
+                        .clone(),
+                    None => {
+                        warn!(
+                            catalog = %self.path.display(), %member, texture = %map,
+                            "texture not found; using the material colour"
+                        );
+                        None
+                    }
+                };
                 material.texture = texture;
             }
         }
@@ -279,18 +296,16 @@ impl Catalog {
         Ok(mesh)
     }
 
-    /// Reads and merges the MTL files named by `mtllib` (the first definition of a name wins). Returns the
-    /// materials by name, each with the index of its MTL file's folder in the second vector.
-    #[allow(clippy::type_complexity)]
+    /// Reads and merges the MTL files named by `mtllib`, by material name (the first definition of a
+    /// name wins).
     fn read_material_libraries(
         &self,
         archive: &mut ZipArchive<File>,
         obj_member: &str,
         folder: &str,
         names: &[String],
-    ) -> Result<(HashMap<String, (MtlMaterial, usize)>, Vec<String>), SimError> {
-        let mut library: HashMap<String, (MtlMaterial, usize)> = HashMap::new();
-        let mut folders: Vec<String> = Vec::new();
+    ) -> Result<HashMap<String, MaterialDefinition>, SimError> {
+        let mut library: HashMap<String, MaterialDefinition> = HashMap::new();
         for name in names {
             // `mtllib` may list several files; a single name with spaces is tried first.
             let candidates: Vec<&str> = std::iter::once(name.as_str())
@@ -308,47 +323,46 @@ impl Catalog {
                         line: error.line,
                         message: error.message,
                     })?;
-                folders.push(parent_folder(&mtl_member).to_string());
+                let mtl_folder = parent_folder(&mtl_member);
                 for material in materials {
-                    library.entry(material.name.clone()).or_insert((material, folders.len() - 1));
+                    library
+                        .entry(material.name.clone())
+                        .or_insert_with(|| MaterialDefinition { material, folder: mtl_folder.to_string() });
                 }
                 if candidate == name.as_str() {
                     break;
                 }
             }
             if !found_any {
-                warn!(catalog = %self.path.display(), member = %obj_member, mtllib = %name, "material library not found; using grey");
+                warn!(
+                    catalog = %self.path.display(), member = %obj_member, mtllib = %name,
+                    "material library not found; using grey"
+                );
             }
         }
-        Ok((library, folders))
+        Ok(library)
     }
 
-    /// Finds a texture, decodes and downsamples it; logs and returns `None` when that fails.
+    /// Reads, decodes and downsamples a texture member; logs and returns `None` when that fails, since a
+    /// model without its texture is still useful.
     fn load_texture(
         &self,
         archive: &mut ZipArchive<File>,
         obj_member: &str,
-        folder: &str,
-        name: &str,
+        member: &str,
     ) -> Option<Arc<Texture>> {
-        let Some(member) = self.resolve_member(folder, name) else {
-            warn!(catalog = %self.path.display(), member = %obj_member, texture = %name, "texture not found; using the material colour");
-            return None;
+        let texture_error = |message: String| SimError::Texture {
+            archive: self.path.clone(),
+            member: member.to_string(),
+            message,
         };
-        let result = read_member(archive, &self.path, &member).and_then(|bytes| match bytes {
-            Some(bytes) => texture_from_bytes(&bytes)
+        let result = match read_member(archive, &self.path, member) {
+            Ok(Some(bytes)) => texture_from_bytes(&bytes)
                 .map(|texture| downsample(texture, MAX_TEXTURE_SIDE))
-                .map_err(|message| SimError::Texture {
-                    archive: self.path.clone(),
-                    member: member.clone(),
-                    message,
-                }),
-            None => Err(SimError::Texture {
-                archive: self.path.clone(),
-                member: member.clone(),
-                message: "not in the archive".to_string(),
-            }),
-        });
+                .map_err(texture_error),
+            Ok(None) => Err(texture_error("not in the archive".to_string())),
+            Err(error) => Err(error),
+        };
         match result {
             Ok(texture) => Some(Arc::new(texture)),
             Err(error) => {
@@ -1071,108 +1085,5 @@ Kd 0.2 0.4 0.6
             summary.join("\n")
         );
         Ok(())
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::expect_used, clippy::unwrap_used)]
-mod scratch_render {
-    use super::*;
-    fn render(mesh: &TriangleMesh, view: usize, px: usize, out: &mut [[u8; 3]], stride: usize, ox: usize, oy: usize) {
-        let (lo, hi) = mesh.bounds().unwrap();
-        // view 0: front (x right, z up, depth +y); 1: right side (-y right... looking from +x: y right? use -y left), 2: top (x right, y up, depth -z)
-        let map = |p: [f32; 3]| -> (f32, f32, f32) {
-            match view {
-                0 => (p[0], p[2], p[1]),
-                1 => (p[1], p[2], -p[0]),
-                _ => (p[0], p[1], -p[2]),
-            }
-        };
-        let (a0, b0, _) = map(lo);
-        let (a1, b1, _) = map(hi);
-        let (amin, amax) = (a0.min(a1), a0.max(a1));
-        let (bmin, bmax) = (b0.min(b1), b0.max(b1));
-        let scale = (px as f32 - 4.0) / (amax - amin).max(bmax - bmin);
-        let mut depth = vec![f32::INFINITY; px * px];
-        for (t, &m) in mesh.triangles.iter().zip(&mesh.triangle_materials) {
-            let p = t.map(|v| mesh.positions[v as usize]);
-            let e1 = [p[1][0] - p[0][0], p[1][1] - p[0][1], p[1][2] - p[0][2]];
-            let e2 = [p[2][0] - p[0][0], p[2][1] - p[0][1], p[2][2] - p[0][2]];
-            let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
-            let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt().max(1e-12);
-            let light = [-0.4f32, -0.7, 0.6];
-            let shade = 0.35 + 0.65 * ((n[0] * light[0] + n[1] * light[1] + n[2] * light[2]) / len).abs();
-            let mat = &mesh.materials[m as usize];
-            let uv = t.map(|v| mesh.uvs[v as usize]);
-            let tex = mat.texture.as_ref().map(|tx| tx.sample((uv[0][0] + uv[1][0] + uv[2][0]) / 3.0, (uv[0][1] + uv[1][1] + uv[2][1]) / 3.0));
-            let base = match tex {
-                Some(c) => c.map(|c| c as f32 / 255.0),
-                None => mat.diffuse,
-            };
-            let colour = [0, 1, 2].map(|i| (base[i] * shade * 255.0).min(255.0) as u8);
-            let q = p.map(|p| {
-                let (a, b, d) = map(p);
-                (2.0 + (a - amin) * scale, px as f32 - 2.0 - (b - bmin) * scale, d)
-            });
-            let minx = q.iter().map(|q| q.0).fold(f32::MAX, f32::min).floor().max(0.0) as usize;
-            let maxx = (q.iter().map(|q| q.0).fold(f32::MIN, f32::max).ceil() as usize).min(px - 1);
-            let miny = q.iter().map(|q| q.1).fold(f32::MAX, f32::min).floor().max(0.0) as usize;
-            let maxy = (q.iter().map(|q| q.1).fold(f32::MIN, f32::max).ceil() as usize).min(px - 1);
-            let area = (q[1].0 - q[0].0) * (q[2].1 - q[0].1) - (q[2].0 - q[0].0) * (q[1].1 - q[0].1);
-            if area.abs() < 1e-9 { continue; }
-            for y in miny..=maxy {
-                for x in minx..=maxx {
-                    let (fx, fy) = (x as f32 + 0.5, y as f32 + 0.5);
-                    let w0 = ((q[1].0 - fx) * (q[2].1 - fy) - (q[2].0 - fx) * (q[1].1 - fy)) / area;
-                    let w1 = ((q[2].0 - fx) * (q[0].1 - fy) - (q[0].0 - fx) * (q[2].1 - fy)) / area;
-                    let w2 = 1.0 - w0 - w1;
-                    if w0 < 0.0 || w1 < 0.0 || w2 < 0.0 { continue; }
-                    let d = w0 * q[0].2 + w1 * q[1].2 + w2 * q[2].2;
-                    if d < depth[y * px + x] {
-                        depth[y * px + x] = d;
-                        out[(oy + y) * stride + ox + x] = colour;
-                    }
-                }
-            }
-        }
-    }
-
-    fn sheet(meshes: &[(String, TriangleMesh)], file: &str) {
-        let px = 160;
-        let w = px * 3;
-        let h = px * meshes.len();
-        let mut img = vec![[255u8; 3]; w * h];
-        for (row, (_, mesh)) in meshes.iter().enumerate() {
-            for view in 0..3 {
-                render(mesh, view, px, &mut img, w, view * px, row * px);
-            }
-        }
-        let f = File::create(file).unwrap();
-        let mut enc = png::Encoder::new(f, w as u32, h as u32);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        let mut wr = enc.write_header().unwrap();
-        wr.write_image_data(&img.concat()).unwrap();
-    }
-
-    #[test]
-    #[ignore]
-    fn scratch_sheets() {
-        let catalog = Catalog::open(Path::new(DEFAULT_CATALOG_PATH)).unwrap();
-        let mut all = Vec::new();
-        for e in catalog.entries().iter().filter(|e| e.class.is_some()) {
-            let m = catalog.load_model(e).unwrap();
-            let textured = m.materials.iter().filter(|m| m.texture.is_some()).count();
-            eprintln!("{} {:?} tris {} mats {} textured {}", e.id, e.class, m.triangle_count(), m.materials.len(), textured);
-            all.push((e.id.clone(), m));
-        }
-        for (k, chunk) in all.chunks(10).enumerate() {
-            eprintln!("sheet {k}: {:?}", chunk.iter().map(|c| c.0.clone()).collect::<Vec<_>>());
-            sheet(chunk, &format!("/tmp/sheet{k}.png"));
-        }
-        let prims: Vec<(String, TriangleMesh)> = ObjectClass::ALL.iter().map(|&c| (c.text().to_string(), crate::primitives::primitive_model(c, crate::primitives::nominal_size_m(c)))).collect();
-        for (k, chunk) in prims.chunks(11).enumerate() {
-            sheet(chunk, &format!("/tmp/prim{k}.png"));
-        }
     }
 }

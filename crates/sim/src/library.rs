@@ -44,7 +44,8 @@ impl FurnitureLibrary {
     ///
     /// `None`: the default catalog ([`DEFAULT_CATALOG_PATH`]) if it exists, else primitives only, with a
     /// warning (scenes then look much less realistic). `Some(path)`: that catalog, or an error naming it
-    /// (missing file, not a zip archive, no properties file, malformed properties).
+    /// (missing file, not a zip archive, no properties file, malformed properties). A default catalog that
+    /// exists but cannot be read is an error too: a broken installation should be fixed, not papered over.
     pub fn open(catalog: Option<&Path>) -> Result<Self, SimError> {
         let path = match catalog {
             Some(path) => path,

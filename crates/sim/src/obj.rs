@@ -333,8 +333,8 @@ fn cluster(mesh: &TriangleMesh, lo: [f32; 3], hi: [f32; 3], cells: u32) -> Trian
     let mut cell_sums: HashMap<u64, ([f64; 3], u32)> = HashMap::new();
     for (p, &cell) in mesh.positions.iter().zip(&vertex_cells) {
         let entry = cell_sums.entry(cell).or_insert(([0.0; 3], 0));
-        for i in 0..3 {
-            entry.0[i] += f64::from(p[i]);
+        for (sum, &coordinate) in entry.0.iter_mut().zip(p) {
+            *sum += f64::from(coordinate);
         }
         entry.1 += 1;
     }

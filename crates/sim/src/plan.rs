@@ -391,7 +391,11 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
     order.sort_by(|&a, &b| area_of(&room_rects[b]).total_cmp(&area_of(&room_rects[a])));
     let mut types = vec![RoomType::Bedroom; room_rects.len()];
     let mut pool = vec![RoomType::Kitchen, RoomType::Bedroom];
-    let extras = [RoomType::Bedroom, RoomType::Office, RoomType::DiningRoom, RoomType::Bathroom, RoomType::Office];
+    // Further rooms: bedrooms, up to two offices, one dining room, a second bathroom in big houses.
+    let mut extras = vec![RoomType::Office, RoomType::DiningRoom, RoomType::Bedroom, RoomType::Office];
+    if order.len() >= 7 {
+        extras.push(RoomType::Bathroom);
+    }
     for (rank, &room) in order.iter().enumerate() {
         types[room] = if rank == 0 {
             RoomType::LivingRoom
@@ -399,8 +403,10 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
             RoomType::Bathroom
         } else if !pool.is_empty() {
             pool.remove(0)
+        } else if !extras.is_empty() {
+            extras.remove(rng.gen_range(0..extras.len()))
         } else {
-            extras[rng.gen_range(0..extras.len())]
+            RoomType::Bedroom
         };
     }
     let mut rooms: Vec<PlanRoom> = room_rects

@@ -306,6 +306,16 @@ impl Builder {
             self.front_strip(-half_width, half_width, zc - handle, zc + handle, lines);
         }
     }
+
+    /// Appends a mesh built by another builder, merging materials of equal colour.
+    fn append(&mut self, mesh: &TriangleMesh) {
+        let remap: Vec<u16> = mesh.materials.iter().map(|m| self.material(m.diffuse)).collect();
+        let offset = self.mesh.positions.len() as u32;
+        self.mesh.positions.extend_from_slice(&mesh.positions);
+        self.mesh.uvs.extend_from_slice(&mesh.uvs);
+        self.mesh.triangles.extend(mesh.triangles.iter().map(|t| t.map(|v| v + offset)));
+        self.mesh.triangle_materials.extend(mesh.triangle_materials.iter().map(|&m| remap[m as usize]));
+    }
 }
 
 /// Lays out the parts of one class in the builder's box.
@@ -717,18 +727,6 @@ fn build(class: ObjectClass, b: &mut Builder) {
                 DARK_GREY,
             );
         }
-    }
-}
-
-impl Builder {
-    /// Appends a mesh built by another builder, merging materials of equal colour.
-    fn append(&mut self, mesh: &TriangleMesh) {
-        let remap: Vec<u16> = mesh.materials.iter().map(|m| self.material(m.diffuse)).collect();
-        let offset = self.mesh.positions.len() as u32;
-        self.mesh.positions.extend_from_slice(&mesh.positions);
-        self.mesh.uvs.extend_from_slice(&mesh.uvs);
-        self.mesh.triangles.extend(mesh.triangles.iter().map(|t| t.map(|v| v + offset)));
-        self.mesh.triangle_materials.extend(mesh.triangle_materials.iter().map(|&m| remap[m as usize]));
     }
 }
 

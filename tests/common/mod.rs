@@ -1,0 +1,64 @@
+//! Fixtures shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gst_sim::library::FurnitureLibrary;
+
+/// The `gst` binary built for this test run.
+pub fn gst() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gst"))
+}
+
+/// Runs `gst` with arguments and returns its output.
+pub fn run(args: &[&str]) -> Output {
+    match gst().args(args).output() {
+        Ok(output) => output,
+        Err(error) => panic!("cannot start gst: {error}"),
+    }
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts that `gst` failed cleanly: non-zero exit, no panic, and a message containing every `needle`.
+pub fn assert_clean_failure(output: &Output, needles: &[&str]) {
+    let text = stderr(output);
+    assert!(!output.status.success(), "expected failure, got success; stderr: {text}");
+    assert!(!text.contains("panicked"), "gst panicked: {text}");
+    for needle in needles {
+        assert!(text.contains(needle), "stderr should mention {needle:?}: {text}");
+    }
+}
+
+/// The catalog library when the Debian package is installed (as `make setup` does), else primitives.
+pub fn library() -> FurnitureLibrary {
+    FurnitureLibrary::open(None).unwrap_or_else(|_| FurnitureLibrary::primitives_only())
+}
+
+/// Path of a file in `tests/bad`.
+pub fn bad(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad").join(name)
+}
+
+/// All files under `dir`, relative paths sorted, with their bytes.
+pub fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let relative = path.strip_prefix(dir).map(|p| p.display().to_string()).unwrap_or_default();
+                out.push((relative, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
