@@ -11,7 +11,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt clippy unit bench build
+.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -57,7 +57,10 @@ clippy: setup
 unit: setup
 	source $(VENV)/env.sh && $(CARGO) test --workspace
 
-test: fmt clippy unit
+layers:
+	bash scripts/check-layers.sh
+
+test: fmt layers clippy unit
 
 bench: setup-bench build
 	source $(VENV)/env.sh && $(GST) bench render --out bench-out/render --python $(PYTHON)

@@ -9,7 +9,8 @@ fn same_seed_gives_byte_identical_output_and_other_seeds_differ() -> anyhow::Res
     let dir = tempfile::tempdir()?;
     let (a, b, c) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("c"));
     for (out, seed) in [(&a, "5"), (&b, "5"), (&c, "6")] {
-        let output = run(&["scene", "--seed", seed, "--out", out.to_str().unwrap_or_default(), "--views", "2"]);
+        let output =
+            run(&["scene", "--seed", seed, "--out", out.to_str().unwrap_or_default(), "--views", "2"]);
         assert!(output.status.success(), "{}", common::stderr(&output));
     }
     let (fa, fb) = (files(&a), files(&b));
@@ -41,7 +42,8 @@ fn same_seed_gives_byte_identical_output_and_other_seeds_differ() -> anyhow::Res
 fn render_writes_rgb_depth_and_ids_for_a_pose() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let scene_dir = dir.path().join("scene");
-    let output = run(&["scene", "--seed", "3", "--out", scene_dir.to_str().unwrap_or_default(), "--views", "0"]);
+    let output =
+        run(&["scene", "--seed", "3", "--out", scene_dir.to_str().unwrap_or_default(), "--views", "0"]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let scene = gst_sim::scene::Scene::load(&scene_dir.join("scene.json"))?;
     let c = scene.plan.rooms[0].centroid();
@@ -77,21 +79,44 @@ fn bad_inputs_fail_with_the_file_and_the_problem() -> anyhow::Result<()> {
     let output = run(&["scene", "--seed", "1", "--out", out, "--catalog", "/nonexistent/furniture.sh3f"]);
     assert_clean_failure(&output, &["/nonexistent/furniture.sh3f"]);
     let corrupt = bad("catalog_corrupt.sh3f");
-    let output = run(&["scene", "--seed", "1", "--out", out, "--catalog", corrupt.to_str().unwrap_or_default()]);
+    let output =
+        run(&["scene", "--seed", "1", "--out", out, "--catalog", corrupt.to_str().unwrap_or_default()]);
     assert_clean_failure(&output, &["catalog_corrupt.sh3f", "zip"]);
 
     // Malformed scene documents.
-    for (file, problem) in [("scene_truncated.json", "not a valid scene document"), ("scene_wrong_version.json", "not a valid scene document")] {
+    for (file, problem) in [
+        ("scene_truncated.json", "not a valid scene document"),
+        ("scene_wrong_version.json", "not a valid scene document"),
+    ] {
         let path = bad(file);
-        let output = run(&["render", "--scene", path.to_str().unwrap_or_default(), "--pose", "1 1 1.4 0 0", "--out", out]);
+        let output = run(&[
+            "render",
+            "--scene",
+            path.to_str().unwrap_or_default(),
+            "--pose",
+            "1 1 1.4 0 0",
+            "--out",
+            out,
+        ]);
         assert_clean_failure(&output, &[file, problem]);
     }
 
     // Malformed calibrations: checked before the scene is even opened.
-    for (file, problem) in [("calibration_not_a_matrix.yaml", "data has 5 values"), ("calibration_missing_width.yaml", "missing key image_width")] {
+    for (file, problem) in [
+        ("calibration_not_a_matrix.yaml", "data has 5 values"),
+        ("calibration_missing_width.yaml", "missing key image_width"),
+    ] {
         let path = bad(file);
         let output = run(&[
-            "render", "--scene", "unused.json", "--pose", "1 1 1.4 0 0", "--out", out, "--calib", path.to_str().unwrap_or_default(),
+            "render",
+            "--scene",
+            "unused.json",
+            "--pose",
+            "1 1 1.4 0 0",
+            "--out",
+            out,
+            "--calib",
+            path.to_str().unwrap_or_default(),
         ]);
         assert_clean_failure(&output, &[file, problem]);
     }

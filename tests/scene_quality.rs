@@ -58,7 +58,14 @@ fn box_corners_project_onto_their_instance_and_wall_depth_is_exact() -> anyhow::
             // Box-shaped furniture: its top front corners, pulled 2% towards the centre, lie on the model's
             // surface (the back ones touch the wall, the bottom ones the floor).
             for instance in scene.instances.iter().filter(|i| {
-                matches!(i.class, ObjectClass::Wardrobe | ObjectClass::Refrigerator | ObjectClass::KitchenCabinet | ObjectClass::Cabinet | ObjectClass::Dresser)
+                matches!(
+                    i.class,
+                    ObjectClass::Wardrobe
+                        | ObjectClass::Refrigerator
+                        | ObjectClass::KitchenCabinet
+                        | ObjectClass::Cabinet
+                        | ObjectClass::Dresser
+                )
             }) {
                 let center = instance.bbox.center();
                 let corners = instance.bbox.corners();
@@ -76,7 +83,11 @@ fn box_corners_project_onto_their_instance_and_wall_depth_is_exact() -> anyhow::
                         continue;
                     }
                     let id = *frame.instances.get(u, v).unwrap_or(&0);
-                    assert_eq!(id, instance.id.0, "seed {seed}: corner of {} ({:?}) shows id {id}", instance.id.0, instance.class);
+                    assert_eq!(
+                        id, instance.id.0,
+                        "seed {seed}: corner of {} ({:?}) shows id {id}",
+                        instance.id.0, instance.class
+                    );
                     checked_corners += 1;
                 }
             }
@@ -89,8 +100,20 @@ fn box_corners_project_onto_their_instance_and_wall_depth_is_exact() -> anyhow::
                 let into_room = if wall.rooms[1] == Some(r) { 1.0 } else { -1.0 };
                 let surface = wall.offset_m + into_room * wall.thickness_m / 2.0;
                 let (along, yaw, distance) = match wall.axis {
-                    Axis::X => (p[0], if into_room > 0.0 { -std::f64::consts::FRAC_PI_2 } else { std::f64::consts::FRAC_PI_2 }, (p[1] - surface).abs()),
-                    Axis::Y => (p[1], if into_room > 0.0 { std::f64::consts::PI } else { 0.0 }, (p[0] - surface).abs()),
+                    Axis::X => (
+                        p[0],
+                        if into_room > 0.0 {
+                            -std::f64::consts::FRAC_PI_2
+                        } else {
+                            std::f64::consts::FRAC_PI_2
+                        },
+                        (p[1] - surface).abs(),
+                    ),
+                    Axis::Y => (
+                        p[1],
+                        if into_room > 0.0 { std::f64::consts::PI } else { 0.0 },
+                        (p[0] - surface).abs(),
+                    ),
                 };
                 if along < wall.start_m + 0.3 || along > wall.end_m - 0.3 {
                     continue;
@@ -105,17 +128,24 @@ fn box_corners_project_onto_their_instance_and_wall_depth_is_exact() -> anyhow::
                     let ray = camera.ray(&Point2::new(f64::from(u), f64::from(v)));
                     let hit = pose.transform_point(&Point3::from(ray * distance));
                     // Skip rays that pass through a door or window opening.
-                    let opening = scene.plan.doors.iter().map(|d| &d.opening).chain(&scene.plan.windows).any(|o| {
-                        std::ptr::eq(&scene.plan.walls[o.wall], wall) && {
-                            let a = if wall.axis == Axis::X { hit.x } else { hit.y };
-                            a > o.start_m() - 0.05 && a < o.end_m() + 0.05 && hit.z > o.bottom_m - 0.05 && hit.z < o.top_m + 0.05
-                        }
-                    });
+                    let opening =
+                        scene.plan.doors.iter().map(|d| &d.opening).chain(&scene.plan.windows).any(|o| {
+                            std::ptr::eq(&scene.plan.walls[o.wall], wall) && {
+                                let a = if wall.axis == Axis::X { hit.x } else { hit.y };
+                                a > o.start_m() - 0.05
+                                    && a < o.end_m() + 0.05
+                                    && hit.z > o.bottom_m - 0.05
+                                    && hit.z < o.top_m + 0.05
+                            }
+                        });
                     if opening {
                         continue;
                     }
                     let depth = f64::from(*frame.depth.get(u, v).unwrap_or(&0.0));
-                    assert!((depth - distance).abs() < 0.001, "seed {seed}: wall depth {depth} vs analytic {distance}");
+                    assert!(
+                        (depth - distance).abs() < 0.001,
+                        "seed {seed}: wall depth {depth} vs analytic {distance}"
+                    );
                     checked_walls += 1;
                 }
             }
@@ -129,35 +159,35 @@ fn box_corners_project_onto_their_instance_and_wall_depth_is_exact() -> anyhow::
 /// IoU between the binary top-down's free pixels and the analytic floor (rooms minus walls, with door gaps)
 /// minus the furniture's oriented-box footprints.
 fn binary_topdown_iou(scene: &Scene, library: &gst_sim::library::FurnitureLibrary) -> anyhow::Result<f64> {
-    {
-        let topdowns = render_topdowns(&scene, &library)?;
-        let mapping = topdowns.mapping;
-        let plan = &scene.plan;
-        let footprints: Vec<Rect> = scene.instances.iter().map(|i| i.footprint()).collect();
-        let (mut both, mut either) = (0usize, 0usize);
-        for row in 0..mapping.height {
-            for col in 0..mapping.width {
-                let p = mapping.world_from_pixel([f64::from(col) + 0.5, f64::from(row) + 0.5]);
-                let in_room = plan.rooms.iter().any(|r| r.contains(p));
-                let in_wall = plan.walls.iter().enumerate().any(|(w, wall)| {
-                    let (across, along) = match wall.axis {
-                        Axis::X => (p[1] - wall.offset_m, p[0]),
-                        Axis::Y => (p[0] - wall.offset_m, p[1]),
-                    };
-                    let half = wall.thickness_m / 2.0;
-                    across.abs() < half
-                        && along > wall.start_m - half
-                        && along < wall.end_m + half
-                        && !plan.doors.iter().any(|d| d.opening.wall == w && along > d.opening.start_m() && along < d.opening.end_m())
-                });
-                let analytic = in_room && !in_wall && !footprints.iter().any(|f| f.contains(p));
-                let rendered = topdowns.binary.get(col, row).copied().unwrap_or(0) == 255;
-                both += usize::from(analytic && rendered);
-                either += usize::from(analytic || rendered);
-            }
+    let topdowns = render_topdowns(scene, library)?;
+    let mapping = topdowns.mapping;
+    let plan = &scene.plan;
+    let footprints: Vec<Rect> = scene.instances.iter().map(|i| i.footprint()).collect();
+    let (mut both, mut either) = (0usize, 0usize);
+    for row in 0..mapping.height {
+        for col in 0..mapping.width {
+            let p = mapping.world_from_pixel([f64::from(col) + 0.5, f64::from(row) + 0.5]);
+            let in_room = plan.rooms.iter().any(|r| r.contains(p));
+            let in_wall = plan.walls.iter().enumerate().any(|(w, wall)| {
+                let (across, along) = match wall.axis {
+                    Axis::X => (p[1] - wall.offset_m, p[0]),
+                    Axis::Y => (p[0] - wall.offset_m, p[1]),
+                };
+                let half = wall.thickness_m / 2.0;
+                across.abs() < half
+                    && along > wall.start_m - half
+                    && along < wall.end_m + half
+                    && !plan.doors.iter().any(|d| {
+                        d.opening.wall == w && along > d.opening.start_m() && along < d.opening.end_m()
+                    })
+            });
+            let analytic = in_room && !in_wall && !footprints.iter().any(|f| f.contains(p));
+            let rendered = topdowns.binary.get(col, row).copied().unwrap_or(0) == 255;
+            both += usize::from(analytic && rendered);
+            either += usize::from(analytic || rendered);
         }
-        Ok(both as f64 / either.max(1) as f64)
     }
+    Ok(both as f64 / either.max(1) as f64)
 }
 
 #[test]
@@ -168,12 +198,18 @@ fn binary_topdown_free_space_matches_floor_minus_footprints() -> anyhow::Result<
         // Primitive furniture fills its boxes, so the free space must match the box footprints closely.
         let scene = generate_scene(seed, &SceneConfig::default(), &primitives)?;
         let iou = binary_topdown_iou(&scene, &primitives)?;
-        assert!(iou >= 0.98, "seed {seed}, primitives: binary top-down IoU with floor minus footprints is {iou:.4}");
+        assert!(
+            iou >= 0.98,
+            "seed {seed}, primitives: binary top-down IoU with floor minus footprints is {iou:.4}"
+        );
         // Catalog models are seen as their silhouettes (round tables, plants, bed legs), which cover less
         // than their boxes: a looser bound, still catching walls, doors or furniture in the wrong place.
         let scene = generate_scene(seed, &SceneConfig::default(), &catalog)?;
         let iou = binary_topdown_iou(&scene, &catalog)?;
-        assert!(iou >= 0.95, "seed {seed}, catalog: binary top-down IoU with floor minus footprints is {iou:.4}");
+        assert!(
+            iou >= 0.95,
+            "seed {seed}, catalog: binary top-down IoU with floor minus footprints is {iou:.4}"
+        );
     }
     Ok(())
 }

@@ -155,12 +155,22 @@ fn run_render(args: &RenderBenchArgs) -> Result<()> {
     {
         println!(
             "render bench: {} ({} rooms, {} instances, {} triangles), {} frames at {}x{}, {} threads",
-            report.scene, report.rooms, report.instances, report.triangles, report.frames, report.width, report.height, report.threads
+            report.scene,
+            report.rooms,
+            report.instances,
+            report.triangles,
+            report.frames,
+            report.width,
+            report.height,
+            report.threads
         );
         println!("  gst rasteriser (RGB + depth + ids): {:8.1} frames/s", report.gst_fps);
         match &report.open3d {
             Some(peer) => {
-                println!("  Open3D {} RaycastingScene (depth):  {:8.1} frames/s", peer.open3d_version, peer.fps);
+                println!(
+                    "  Open3D {} RaycastingScene (depth):  {:8.1} frames/s",
+                    peer.open3d_version, peer.fps
+                );
                 println!("  ratio gst / Open3D: {:.2}x", report.gst_fps / peer.fps);
                 println!(
                     "  depth agreement on {} frames: median |Δ| {:.2e} m, {:.1}% of pixels within 1 mm",

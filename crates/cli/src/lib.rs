@@ -9,6 +9,7 @@ mod bench;
 mod progress;
 mod render_cmd;
 mod scene_cmd;
+mod score_cmd;
 
 /// Global spatial awareness from egocentric video: GST-Bench scenes, rendering and the explicit-map baseline.
 #[derive(Debug, Parser)]
@@ -34,6 +35,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// The demo that `make demo` runs.
     Demo(scene_cmd::DemoArgs),
+    /// Score predictions (JSON lines of uid and raw model output) on a benchmark split: the paper's table.
+    Score(score_cmd::ScoreArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render_cmd::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => scene_cmd::run_demo(&args),
+        Command::Score(args) => score_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

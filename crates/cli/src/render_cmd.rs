@@ -52,7 +52,11 @@ pub fn parse_pose(text: &str) -> Result<Pose3> {
     if pitch_deg.abs() >= 90.0 {
         bail!("pitch_deg {pitch_deg} must be within (-90, 90)");
     }
-    Ok(Pose3::world_from_camera_yaw_pitch(Vector3::new(x, y, z), yaw_deg.to_radians(), pitch_deg.to_radians()))
+    Ok(Pose3::world_from_camera_yaw_pitch(
+        Vector3::new(x, y, z),
+        yaw_deg.to_radians(),
+        pitch_deg.to_radians(),
+    ))
 }
 
 pub fn run(args: &RenderArgs) -> Result<()> {
@@ -60,7 +64,11 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let world_from_camera = parse_pose(&args.pose)?;
     let calibration = match &args.calib {
         Some(path) => Calibration::from_file(path)?,
-        None => Calibration { camera: PinholeCamera::gst_benchmark(), depth_scale: Some(DEPTH_SCALE), camera_name: None },
+        None => Calibration {
+            camera: PinholeCamera::gst_benchmark(),
+            depth_scale: Some(DEPTH_SCALE),
+            camera_name: None,
+        },
     };
     let scene = Scene::load(&args.scene)?;
     let library = args.furniture.library()?;

@@ -92,7 +92,8 @@ pub struct SceneSummary {
 
 fn read_config(path: Option<&Path>) -> Result<SceneConfig> {
     let Some(path) = path else { return Ok(SceneConfig::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read config {}", path.display()))?;
     let config: SceneConfig =
         serde_json::from_str(&text).with_context(|| format!("malformed scene config {}", path.display()))?;
     config.validate().with_context(|| format!("invalid scene config {}", path.display()))?;
@@ -100,7 +101,13 @@ fn read_config(path: Option<&Path>) -> Result<SceneConfig> {
 }
 
 /// Generates a scene and writes everything `gst scene` promises into `out`.
-pub fn write_scene_bundle(seed: u64, config: &SceneConfig, library: &FurnitureLibrary, out: &Path, views: usize) -> Result<SceneSummary> {
+pub fn write_scene_bundle(
+    seed: u64,
+    config: &SceneConfig,
+    library: &FurnitureLibrary,
+    out: &Path,
+    views: usize,
+) -> Result<SceneSummary> {
     let started = Instant::now();
     let scene = generate_scene(seed, config, library)?;
     let render_scene = build_render_scene(&scene, library)?;
@@ -122,10 +129,11 @@ pub fn write_scene_bundle(seed: u64, config: &SceneConfig, library: &FurnitureLi
     )?;
 
     let camera = PinholeCamera::gst_benchmark();
-    let calibration = Calibration { camera, depth_scale: Some(DEPTH_SCALE), camera_name: Some("gst-640x512".into()) };
+    let calibration =
+        Calibration { camera, depth_scale: Some(DEPTH_SCALE), camera_name: Some("gst-640x512".into()) };
     gst_io::atomic_write(&out.join("camera.yaml"), calibration.to_file_storage_yaml().as_bytes())?;
     let free = FreeSpace::new(&scene, 0.3);
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_0F_71E5);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x005E_ED0F_71E5);
     let poses = sample_room_views(&scene, &free, views, &mut rng);
     let mut records = Vec::new();
     for (k, pose) in poses.iter().enumerate() {
@@ -153,7 +161,8 @@ pub fn run_scene(args: &SceneArgs) -> Result<()> {
 
 fn print_summary(summary: &SceneSummary, out: &Path) {
     let scene = &summary.scene;
-    let rooms: Vec<String> = scene.plan.rooms.iter().map(|r| format!("{} ({:.1} m²)", r.room_type, r.area_m2())).collect();
+    let rooms: Vec<String> =
+        scene.plan.rooms.iter().map(|r| format!("{} ({:.1} m²)", r.room_type, r.area_m2())).collect();
     #[allow(clippy::print_stdout)] // the command's report
     {
         println!("{}: {} rooms: {}", scene.name, rooms.len(), rooms.join(", "));

@@ -50,8 +50,8 @@ impl Calibration {
     /// Reads a calibration file, naming the file and the line in every error.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, CoreError> {
         let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| CoreError::CalibrationIo { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| CoreError::CalibrationIo { path: path.into(), source })?;
         Self::from_str_named(&text, path)
     }
 
@@ -71,7 +71,9 @@ impl Calibration {
             return Err(invalid(format!("camera_matrix must be 3x3, is {rows}x{cols}")));
         }
         if k[1] != 0.0 || k[3] != 0.0 || k[6] != 0.0 || k[7] != 0.0 || k[8] != 1.0 {
-            return Err(invalid(format!("camera_matrix is not a pinhole matrix [fx 0 cx; 0 fy cy; 0 0 1]: {k:?}")));
+            return Err(invalid(format!(
+                "camera_matrix is not a pinhole matrix [fx 0 cx; 0 fy cy; 0 0 1]: {k:?}"
+            )));
         }
         let distortion = match root.get("distortion_coefficients") {
             None => Distortion::default(),
@@ -160,7 +162,8 @@ fn strip_comment(line: &str) -> &str {
 }
 
 fn parse_document(text: &str, path: &Path) -> Result<BTreeMap<String, Node>, CoreError> {
-    let syntax = |line: usize, message: String| CoreError::CalibrationSyntax { path: path.into(), line, message };
+    let syntax =
+        |line: usize, message: String| CoreError::CalibrationSyntax { path: path.into(), line, message };
     let mut lines = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let number = index + 1;
@@ -194,7 +197,8 @@ fn parse_map(
     indent: usize,
     path: &Path,
 ) -> Result<BTreeMap<String, Node>, CoreError> {
-    let syntax = |line: usize, message: String| CoreError::CalibrationSyntax { path: path.into(), line, message };
+    let syntax =
+        |line: usize, message: String| CoreError::CalibrationSyntax { path: path.into(), line, message };
     let mut map = BTreeMap::new();
     while let Some(line) = lines.get(*position) {
         if line.indent < indent {
@@ -275,7 +279,6 @@ fn matrix_from_map(map: &BTreeMap<String, Node>, line: usize, path: &Path) -> Re
     Ok(Node::Matrix { rows, cols, data })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,7 +311,8 @@ mod tests {
             (&GOOD.replace("depth_scale: 5000.", "depth_scale: zero"), "depth_scale"),
         ];
         for (text, expected) in cases {
-            let error = Calibration::from_str_named(text, Path::new("broken.yaml")).expect_err(expected).to_string();
+            let error =
+                Calibration::from_str_named(text, Path::new("broken.yaml")).expect_err(expected).to_string();
             assert!(error.contains("broken.yaml"), "{error}");
             assert!(error.contains(expected), "{error} should mention {expected}");
         }

@@ -67,7 +67,9 @@ impl PinholeCamera {
     /// horizontal field of view.
     pub fn from_horizontal_fov(width: u32, height: u32, hfov_deg: f64) -> Result<Self, CoreError> {
         if !(hfov_deg > 0.0 && hfov_deg < 180.0) {
-            return Err(CoreError::InvalidCamera(format!("horizontal field of view {hfov_deg}° is not in (0, 180)")));
+            return Err(CoreError::InvalidCamera(format!(
+                "horizontal field of view {hfov_deg}° is not in (0, 180)"
+            )));
         }
         let fx = f64::from(width) / 2.0 / (hfov_deg.to_radians() / 2.0).tan();
         let camera = Self {
@@ -91,7 +93,10 @@ impl PinholeCamera {
 
     pub fn validate(&self) -> Result<(), CoreError> {
         if self.width == 0 || self.height == 0 {
-            return Err(CoreError::InvalidCamera(format!("image size {}x{} is empty", self.width, self.height)));
+            return Err(CoreError::InvalidCamera(format!(
+                "image size {}x{} is empty",
+                self.width, self.height
+            )));
         }
         if !(self.fx.is_finite() && self.fy.is_finite() && self.fx > 0.0 && self.fy > 0.0) {
             return Err(CoreError::InvalidCamera(format!(
@@ -148,7 +153,9 @@ mod tests {
         let camera = PinholeCamera::gst_benchmark();
         assert!((camera.horizontal_fov().to_degrees() - 90.0).abs() < 1e-9);
         let from_fov = PinholeCamera::from_horizontal_fov(640, 512, 90.0)?;
-        assert!((from_fov.fx - camera.fx).abs() < 1e-9 && from_fov.cx == camera.cx && from_fov.cy == camera.cy);
+        assert!(
+            (from_fov.fx - camera.fx).abs() < 1e-9 && from_fov.cx == camera.cx && from_fov.cy == camera.cy
+        );
         Ok(())
     }
 

@@ -55,7 +55,11 @@ impl<T> Image<T> {
 
     /// The pixel at column `x`, row `y`, or `None` outside the image.
     pub fn get(&self, x: u32, y: u32) -> Option<&T> {
-        if x < self.width && y < self.height { self.data.get(y as usize * self.width as usize + x as usize) } else { None }
+        if x < self.width && y < self.height {
+            self.data.get(y as usize * self.width as usize + x as usize)
+        } else {
+            None
+        }
     }
 
     pub fn get_mut(&mut self, x: u32, y: u32) -> Option<&mut T> {

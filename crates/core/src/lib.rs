@@ -10,6 +10,7 @@ pub mod error;
 pub mod image;
 pub mod instance;
 pub mod pose;
+pub mod question;
 pub mod semantic;
 pub mod trajectory;
 
@@ -19,5 +20,9 @@ pub use error::CoreError;
 pub use image::{DepthImage, Image, InstanceImage, RgbImage};
 pub use instance::{Instance, InstanceId, OrientedBox3};
 pub use pose::Pose3;
+pub use question::{
+    Answer, AnswerKind, Metric, Question, QuestionError, QuestionImage, RawAnswer, RawQuestion, Setting,
+    TaskId,
+};
 pub use semantic::{ObjectClass, RoomType};
 pub use trajectory::{TimedPose, Trajectory};

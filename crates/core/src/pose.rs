@@ -103,7 +103,9 @@ impl<'de> Deserialize<'de> for Pose3 {
         let quaternion = nalgebra::Quaternion::new(w, x, y, z);
         let norm = quaternion.norm();
         if !(norm.is_finite() && (norm - 1.0).abs() < 1e-3) {
-            return Err(serde::de::Error::custom(format!("rotation_xyzw must be a unit quaternion, has norm {norm}")));
+            return Err(serde::de::Error::custom(format!(
+                "rotation_xyzw must be a unit quaternion, has norm {norm}"
+            )));
         }
         if repr.translation.iter().any(|v| !v.is_finite()) {
             return Err(serde::de::Error::custom("translation must be finite"));
@@ -120,7 +122,8 @@ mod tests {
     fn random_pose(rng: &mut impl Rng) -> Pose3 {
         let axis = Vector3::new(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0));
         let rotation = UnitQuaternion::from_scaled_axis(axis * 2.0);
-        let translation = Vector3::new(rng.gen_range(-9.0..9.0), rng.gen_range(-9.0..9.0), rng.gen_range(-2.0..2.0));
+        let translation =
+            Vector3::new(rng.gen_range(-9.0..9.0), rng.gen_range(-9.0..9.0), rng.gen_range(-2.0..2.0));
         Pose3::from_parts(translation, rotation)
     }
 

@@ -4,6 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CoreError, Pose3};
 
+/// Whether `next_s` comes strictly after `previous_s` (false when either is NaN).
+fn strictly_after(next_s: f64, previous_s: f64) -> bool {
+    next_s.partial_cmp(&previous_s) == Some(std::cmp::Ordering::Greater)
+}
+
 /// One pose of a trajectory at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,7 +27,7 @@ pub struct Trajectory {
 impl Trajectory {
     pub fn new(poses: Vec<TimedPose>) -> Result<Self, CoreError> {
         for pair in poses.windows(2) {
-            if !(pair[1].timestamp_s > pair[0].timestamp_s) {
+            if !strictly_after(pair[1].timestamp_s, pair[0].timestamp_s) {
                 return Err(CoreError::NonMonotonicTimestamps {
                     previous_s: pair[0].timestamp_s,
                     next_s: pair[1].timestamp_s,
@@ -34,13 +39,13 @@ impl Trajectory {
 
     /// Appends a pose; its timestamp must be later than the last one.
     pub fn push(&mut self, pose: TimedPose) -> Result<(), CoreError> {
-        if let Some(last) = self.poses.last() {
-            if !(pose.timestamp_s > last.timestamp_s) {
-                return Err(CoreError::NonMonotonicTimestamps {
-                    previous_s: last.timestamp_s,
-                    next_s: pose.timestamp_s,
-                });
-            }
+        if let Some(last) = self.poses.last()
+            && !strictly_after(pose.timestamp_s, last.timestamp_s)
+        {
+            return Err(CoreError::NonMonotonicTimestamps {
+                previous_s: last.timestamp_s,
+                next_s: pose.timestamp_s,
+            });
         }
         self.poses.push(pose);
         Ok(())

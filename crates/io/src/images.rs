@@ -34,14 +34,24 @@ fn encode_png(path: &Path, mat: opencv::Result<Mat>) -> Result<Vec<u8>, IoError>
     // Default PNG compression; the output is deterministic for the same pixels.
     let ok = imgcodecs::imencode(".png", &mat, &mut buffer, &Vector::new()).map_err(encode)?;
     if !ok {
-        return Err(IoError::Encode { path: path.into(), message: "OpenCV's PNG encoder refused the image".into() });
+        return Err(IoError::Encode {
+            path: path.into(),
+            message: "OpenCV's PNG encoder refused the image".into(),
+        });
     }
     Ok(buffer.to_vec())
 }
 
 /// Writes an RGB image as an 8-bit PNG.
 pub fn write_rgb_png(path: &Path, image: &RgbImage) -> Result<(), IoError> {
-    let mat = mat_with(image.width(), image.height(), CV_8UC3, image.data(), |p, b| b.copy_from_slice(&[p[2], p[1], p[0]]), 3);
+    let mat = mat_with(
+        image.width(),
+        image.height(),
+        CV_8UC3,
+        image.data(),
+        |p, b| b.copy_from_slice(&[p[2], p[1], p[0]]),
+        3,
+    );
     atomic_write(path, &encode_png(path, mat)?)
 }
 
@@ -58,13 +68,27 @@ pub fn write_depth_png(path: &Path, depth: &DepthImage, depth_scale: f64) -> Res
         let units = (f64::from(*d) * depth_scale).round();
         if d.is_finite() && units > 0.0 && units <= f64::from(u16::MAX) { units as u16 } else { 0 }
     };
-    let mat = mat_with(depth.width(), depth.height(), CV_16UC1, depth.data(), |d, b| b.copy_from_slice(&to_units(d).to_ne_bytes()), 2);
+    let mat = mat_with(
+        depth.width(),
+        depth.height(),
+        CV_16UC1,
+        depth.data(),
+        |d, b| b.copy_from_slice(&to_units(d).to_ne_bytes()),
+        2,
+    );
     atomic_write(path, &encode_png(path, mat)?)
 }
 
 /// Writes instance ids as a 16-bit PNG (0 = structure or nothing).
 pub fn write_instance_png(path: &Path, ids: &InstanceImage) -> Result<(), IoError> {
-    let mat = mat_with(ids.width(), ids.height(), CV_16UC1, ids.data(), |id, b| b.copy_from_slice(&id.to_ne_bytes()), 2);
+    let mat = mat_with(
+        ids.width(),
+        ids.height(),
+        CV_16UC1,
+        ids.data(),
+        |id, b| b.copy_from_slice(&id.to_ne_bytes()),
+        2,
+    );
     atomic_write(path, &encode_png(path, mat)?)
 }
 
@@ -82,12 +106,19 @@ fn decode(path: &Path, flags: i32) -> Result<Mat, IoError> {
     Ok(mat)
 }
 
-fn pixels<T: Copy>(path: &Path, mat: &Mat, expected_type: i32, bytes_per_pixel: usize, from: impl Fn(&[u8]) -> T) -> Result<Image<T>, IoError> {
+fn pixels<T: Copy>(
+    path: &Path,
+    mat: &Mat,
+    expected_type: i32,
+    bytes_per_pixel: usize,
+    from: impl Fn(&[u8]) -> T,
+) -> Result<Image<T>, IoError> {
     let fail = |message: String| IoError::Decode { path: path.into(), message };
     if mat.typ() != expected_type {
         return Err(fail(format!("unexpected pixel type {} (expected {expected_type})", mat.typ())));
     }
-    let continuous = if mat.is_continuous() { mat.clone() } else { mat.try_clone().map_err(|e| fail(e.to_string()))? };
+    let continuous =
+        if mat.is_continuous() { mat.clone() } else { mat.try_clone().map_err(|e| fail(e.to_string()))? };
     let bytes = continuous.data_bytes().map_err(|e| fail(e.to_string()))?;
     let data: Vec<T> = bytes.chunks_exact(bytes_per_pixel).map(from).collect();
     Image::from_vec(mat.cols() as u32, mat.rows() as u32, data).map_err(|e| fail(e.to_string()))
@@ -125,7 +156,11 @@ mod tests {
     #[test]
     fn images_round_trip_through_png() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
-        let rgb = Image::from_vec(3, 2, vec![[255, 0, 0], [0, 255, 0], [0, 0, 255], [1, 2, 3], [4, 5, 6], [7, 8, 9]])?;
+        let rgb = Image::from_vec(
+            3,
+            2,
+            vec![[255, 0, 0], [0, 255, 0], [0, 0, 255], [1, 2, 3], [4, 5, 6], [7, 8, 9]],
+        )?;
         write_rgb_png(&dir.path().join("rgb.png"), &rgb)?;
         assert_eq!(read_rgb(&dir.path().join("rgb.png"))?, rgb);
 

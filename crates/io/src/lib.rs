@@ -4,12 +4,17 @@
 //! memory, write a temporary file in the destination directory and rename it into place.
 
 pub mod error;
+pub mod gst;
 pub mod images;
 pub mod write;
 
 pub use error::IoError;
+pub use gst::{
+    QuestionFile, QuestionFileError, QuestionReadOptions, read_bench_questions, read_question,
+    read_question_dir, write_question,
+};
 pub use images::{
-    read_depth_png, read_gray, read_instance_png, read_rgb, write_depth_png, write_gray_png, write_instance_png,
-    write_rgb_png,
+    read_depth_png, read_gray, read_instance_png, read_rgb, write_depth_png, write_gray_png,
+    write_instance_png, write_rgb_png,
 };
 pub use write::{atomic_write, write_json};

@@ -3,6 +3,8 @@
 //! 2-5k triangles each), rendered at 640x512 (RGB, depth and instance ids) from poses inside the rooms.
 //!
 //! Criterion reports throughput in elements per second: one element is one frame, so that is frames/s.
+//! `synthetic_house` allocates a new frame per call (`render`), `synthetic_house_reusing_frame` renders
+//! into one frame (`render_into`), as an episode generator would.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -10,7 +12,9 @@ use std::sync::Arc;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gst_core::{PinholeCamera, Pose3};
 use gst_sim::mesh::{Material, Texture, TriangleMesh};
-use gst_sim::render::{OrthoView, RenderObject, RenderOptions, RenderScene, render, render_topdown};
+use gst_sim::render::{
+    Frame, OrthoView, RenderObject, RenderOptions, RenderScene, render, render_into, render_topdown,
+};
 use nalgebra::Vector3;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -74,7 +78,13 @@ fn wall(mesh: &mut TriangleMesh, start: [f32; 2], end: [f32; 2], door: bool, mat
     let scaled = |d: f32| unit.map(|c| c * d);
     panel(mesh, at(0.0, 0.0), scaled(side), up, material);
     panel(mesh, at(side + DOOR_WIDTH_M, 0.0), scaled(side), up, material);
-    panel(mesh, at(side, DOOR_HEIGHT_M), scaled(DOOR_WIDTH_M), [0.0, 0.0, WALL_HEIGHT_M - DOOR_HEIGHT_M], material);
+    panel(
+        mesh,
+        at(side, DOOR_HEIGHT_M),
+        scaled(DOOR_WIDTH_M),
+        [0.0, 0.0, WALL_HEIGHT_M - DOOR_HEIGHT_M],
+        material,
+    );
 }
 
 /// Walls, floors and ceilings of the 3 x 2 rooms; every pair of neighbouring rooms shares a doorway.
@@ -129,7 +139,8 @@ fn structure() -> TriangleMesh {
 }
 
 fn uv_sphere(centre: [f32; 3], radius: f32, rings: u32, segments: u32, diffuse: [f32; 3]) -> TriangleMesh {
-    let mut mesh = TriangleMesh { materials: vec![Material::plain("sphere", diffuse)], ..TriangleMesh::default() };
+    let mut mesh =
+        TriangleMesh { materials: vec![Material::plain("sphere", diffuse)], ..TriangleMesh::default() };
     for ring in 0..=rings {
         let polar = std::f32::consts::PI * ring as f32 / rings as f32;
         for segment in 0..=segments {
@@ -193,7 +204,8 @@ fn house() -> RenderScene {
     let mut objects = vec![RenderObject { mesh: Arc::new(structure()), instance_id: 0 }];
     for i in 0..OBJECT_COUNT {
         let room = i % (ROOM_COLUMNS * ROOM_ROWS);
-        let (room_x, room_y) = ((room % ROOM_COLUMNS) as f32 * ROOM_SIZE_M, (room / ROOM_COLUMNS) as f32 * ROOM_SIZE_M);
+        let (room_x, room_y) =
+            ((room % ROOM_COLUMNS) as f32 * ROOM_SIZE_M, (room / ROOM_COLUMNS) as f32 * ROOM_SIZE_M);
         let x = room_x + rng.gen_range(0.6..ROOM_SIZE_M - 0.6);
         let y = room_y + rng.gen_range(0.6..ROOM_SIZE_M - 0.6);
         let colour = [rng.gen_range(0.1..0.9), rng.gen_range(0.1..0.9), rng.gen_range(0.1..0.9)];
@@ -203,9 +215,15 @@ fn house() -> RenderScene {
             uv_sphere([x, y, radius + rng.gen_range(0.0..0.6)], radius, rings, segments, colour)
         } else {
             let half = [rng.gen_range(0.15..0.5), rng.gen_range(0.15..0.5), rng.gen_range(0.2..0.6)];
-            let material = if i % 3 == 0 { textured("checker", &checker) } else { Material::plain("box", colour) };
+            let material =
+                if i % 3 == 0 { textured("checker", &checker) } else { Material::plain("box", colour) };
             let n = if i % 4 == 1 { 13 } else { 20 };
-            subdivided_box([x - half[0], y - half[1], 0.0], [x + half[0], y + half[1], 2.0 * half[2]], n, material)
+            subdivided_box(
+                [x - half[0], y - half[1], 0.0],
+                [x + half[0], y + half[1], 2.0 * half[2]],
+                n,
+                material,
+            )
         };
         objects.push(RenderObject { mesh: Arc::new(mesh), instance_id: i as u16 + 1 });
     }
@@ -248,13 +266,29 @@ fn bench_render(c: &mut Criterion) {
             black_box(render(&scene, &camera, &poses[next], &options))
         })
     });
+    let mut frame = Frame::empty(camera.width, camera.height, options.background);
+    group.bench_function("synthetic_house_reusing_frame", |b| {
+        b.iter(|| {
+            next = (next + 1) % poses.len();
+            render_into(&scene, &camera, &poses[next], &options, &mut frame);
+            black_box(&frame);
+        })
+    });
     group.finish();
 
     let mut group = c.benchmark_group("render_topdown_640x512");
     group.throughput(Throughput::Elements(1));
     group.sample_size(20);
-    let view = OrthoView { min_x_m: -0.5, max_y_m: 8.5, metres_per_pixel: 0.02, width: 640, height: 512, max_z_m: 2.0 };
-    group.bench_function("synthetic_house", |b| b.iter(|| black_box(render_topdown(&scene, &view, &options))));
+    let view = OrthoView {
+        min_x_m: -0.5,
+        max_y_m: 8.5,
+        metres_per_pixel: 0.02,
+        width: 640,
+        height: 512,
+        max_z_m: 2.0,
+    };
+    group
+        .bench_function("synthetic_house", |b| b.iter(|| black_box(render_topdown(&scene, &view, &options))));
     group.finish();
 }
 

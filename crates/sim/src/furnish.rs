@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use gst_core::{InstanceId, ObjectClass, OrientedBox3, Pose3, RoomType};
 
+use crate::SimError;
 use crate::library::FurnitureLibrary;
 use crate::plan::{Axis, Plan, Rect};
-use crate::SimError;
 
 /// One placed piece of furniture.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,10 +87,15 @@ impl FurnishConfig {
             return Err(SimError::Config(format!("furnish density {} is not in [0, 1]", self.density)));
         }
         if !(0.1..=0.5).contains(&self.walker_radius_m) {
-            return Err(SimError::Config(format!("walker_radius_m {} is not in [0.1, 0.5]", self.walker_radius_m)));
+            return Err(SimError::Config(format!(
+                "walker_radius_m {} is not in [0.1, 0.5]",
+                self.walker_radius_m
+            )));
         }
         if !(0.3..=2.0).contains(&self.door_clearance_m) || self.tries_per_item == 0 {
-            return Err(SimError::Config("door_clearance_m must be in [0.3, 2] and tries_per_item > 0".into()));
+            return Err(SimError::Config(
+                "door_clearance_m must be in [0.3, 2] and tries_per_item > 0".into(),
+            ));
         }
         Ok(())
     }
@@ -182,8 +187,10 @@ impl RoomGrid {
 
     /// Cell index ranges covered by a rectangle (cells whose centres lie inside).
     fn range(&self, rect: &Rect) -> (usize, usize, usize, usize) {
-        let to_index = |v: f64, o: f64, n: usize| ((v - o) / GRID_M - 0.5).ceil().clamp(0.0, n as f64) as usize;
-        let to_index_hi = |v: f64, o: f64, n: usize| ((v - o) / GRID_M - 0.5).floor().clamp(-1.0, n as f64 - 1.0);
+        let to_index =
+            |v: f64, o: f64, n: usize| ((v - o) / GRID_M - 0.5).ceil().clamp(0.0, n as f64) as usize;
+        let to_index_hi =
+            |v: f64, o: f64, n: usize| ((v - o) / GRID_M - 0.5).floor().clamp(-1.0, n as f64 - 1.0);
         let i0 = to_index(rect.min[0], self.origin[0], self.nx);
         let j0 = to_index(rect.min[1], self.origin[1], self.ny);
         let i1 = (to_index_hi(rect.max[0], self.origin[0], self.nx) + 1.0) as usize;
@@ -279,7 +286,10 @@ impl RoomGrid {
                 if i == 0 || j == 0 {
                     d = d.min(STRAIGHT); // the grid border is an obstacle
                 } else {
-                    d = d.min(dist[k - 1] + STRAIGHT).min(dist[k - nx] + STRAIGHT).min(dist[k - nx - 1] + DIAGONAL);
+                    d = d
+                        .min(dist[k - 1] + STRAIGHT)
+                        .min(dist[k - nx] + STRAIGHT)
+                        .min(dist[k - nx - 1] + DIAGONAL);
                 }
                 if j > 0 && i + 1 < nx {
                     d = d.min(dist[k - nx + 1] + DIAGONAL);
@@ -294,7 +304,10 @@ impl RoomGrid {
                 if i + 1 == nx || j + 1 == ny {
                     d = d.min(STRAIGHT);
                 } else {
-                    d = d.min(dist[k + 1] + STRAIGHT).min(dist[k + nx] + STRAIGHT).min(dist[k + nx + 1] + DIAGONAL);
+                    d = d
+                        .min(dist[k + 1] + STRAIGHT)
+                        .min(dist[k + nx] + STRAIGHT)
+                        .min(dist[k + nx + 1] + DIAGONAL);
                 }
                 if j + 1 < ny && i > 0 {
                     d = d.min(dist[k + nx - 1] + DIAGONAL);
@@ -309,7 +322,8 @@ impl RoomGrid {
     /// A random free point at least `margin_m` from every obstacle.
     fn random_open_point(&self, margin_m: f64, rng: &mut impl Rng) -> Option<[f64; 2]> {
         let open = self.walkable(margin_m);
-        let candidates: Vec<usize> = (0..open.len()).filter(|&k| open[k] && self.cells[k] == Cell::Free).collect();
+        let candidates: Vec<usize> =
+            (0..open.len()).filter(|&k| open[k] && self.cells[k] == Cell::Free).collect();
         let &k = candidates.get(rng.gen_range(0..candidates.len().max(1)))?;
         Some([
             self.origin[0] + ((k % self.nx) as f64 + 0.5) * GRID_M,
@@ -336,8 +350,8 @@ impl WallSide {
     /// Yaw that turns an item's back (+y local) towards this wall.
     fn yaw(&self) -> f64 {
         match (self.axis, self.into_room > 0.0) {
-            (Axis::X, false) => 0.0,  // wall on the room's +y side
-            (Axis::X, true) => PI,    // wall on the -y side
+            (Axis::X, false) => 0.0,        // wall on the room's +y side
+            (Axis::X, true) => PI,          // wall on the -y side
             (Axis::Y, false) => -FRAC_PI_2, // wall on +x
             (Axis::Y, true) => FRAC_PI_2,   // wall on -x
         }
@@ -385,8 +399,11 @@ fn choose(library: &FurnitureLibrary, class: ObjectClass, rng: &mut impl Rng) ->
 }
 
 fn footprint_at(center: [f64; 2], size_m: [f64; 3], yaw: f64) -> Rect {
-    let (hx, hy) =
-        if quarter_turns(yaw) % 2 == 0 { (size_m[0] / 2.0, size_m[1] / 2.0) } else { (size_m[1] / 2.0, size_m[0] / 2.0) };
+    let (hx, hy) = if quarter_turns(yaw) % 2 == 0 {
+        (size_m[0] / 2.0, size_m[1] / 2.0)
+    } else {
+        (size_m[1] / 2.0, size_m[0] / 2.0)
+    };
     Rect::new(center[0] - hx, center[1] - hy, center[0] + hx, center[1] + hy)
 }
 
@@ -454,7 +471,13 @@ impl<R: Rng> RoomFurnisher<'_, R> {
                 continue;
             }
             let along = self.rng.gen_range(side.start_m + half_width..=side.end_m - half_width);
-            if tall && side.windows.iter().flatten().any(|(a, b)| along + half_width > *a && along - half_width < *b) {
+            if tall
+                && side
+                    .windows
+                    .iter()
+                    .flatten()
+                    .any(|(a, b)| along + half_width > *a && along - half_width < *b)
+            {
                 continue;
             }
             let across = side.surface_m + side.into_room * (WALL_GAP_M + choice.size_m[1] / 2.0);
@@ -517,7 +540,8 @@ impl<R: Rng> RoomFurnisher<'_, R> {
             let center = self.grid.random_open_point(clearance, self.rng)?;
             let yaw = if self.rng.gen_bool(0.5) { 0.0 } else { FRAC_PI_2 };
             let Some(table) = self.try_commit(&choice, center, yaw, 0.0) else { continue };
-            let per_side = chairs.div_ceil(2).min(((choice.size_m[0] + 0.1) / (chair.size_m[0] + 0.1)).floor() as usize);
+            let per_side =
+                chairs.div_ceil(2).min(((choice.size_m[0] + 0.1) / (chair.size_m[0] + 0.1)).floor() as usize);
             let t = self.out[table].clone();
             for (k, side) in [1.0, -1.0].into_iter().enumerate() {
                 let count = if k == 0 { per_side } else { (chairs - per_side).min(per_side) };
@@ -551,10 +575,10 @@ impl<R: Rng> RoomFurnisher<'_, R> {
                 if self.maybe(0.6) {
                     self.against_wall(C::Dresser);
                 }
-                if self.maybe(0.3) {
-                    if let Some(desk) = self.against_wall(C::Desk) {
-                        self.in_front(desk, C::OfficeChair, 0.05, true);
-                    }
+                if self.maybe(0.3)
+                    && let Some(desk) = self.against_wall(C::Desk)
+                {
+                    self.in_front(desk, C::OfficeChair, 0.05, true);
                 }
                 if self.maybe(0.5) {
                     self.against_wall(C::Plant);

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::SimError;
 use crate::library::FurnitureLibrary;
 use crate::mesh::{Material, Texture, TriangleMesh};
 use crate::plan::{Axis, Rect, WallSegment};
 use crate::render::{RenderObject, RenderScene};
 use crate::scene::Scene;
 use crate::textures::SurfaceStyle;
-use crate::SimError;
 
 /// Wall tops stop this far below the ceiling, so that an orthographic view cut just under the ceiling sees
 /// the wall tops (the walls of a top-down map) instead of looking past them onto the floor.
@@ -23,8 +23,15 @@ struct MaterialCache {
 
 impl MaterialCache {
     fn material(&mut self, name: &str, style: &SurfaceStyle) -> (Material, f32) {
-        let texture = self.textures.entry((style.seed, style.color)).or_insert_with(|| Arc::new(style.generate())).clone();
-        (Material { name: name.to_string(), diffuse: [1.0, 1.0, 1.0], texture: Some(texture) }, style.repeat_m() as f32)
+        let texture = self
+            .textures
+            .entry((style.seed, style.color))
+            .or_insert_with(|| Arc::new(style.generate()))
+            .clone();
+        (
+            Material { name: name.to_string(), diffuse: [1.0, 1.0, 1.0], texture: Some(texture) },
+            style.repeat_m() as f32,
+        )
     }
 }
 
@@ -141,7 +148,11 @@ fn build(scene: &Scene, library: &FurnitureLibrary, lintels: Lintels) -> Result<
         let world_from_model = instance.world_from_model();
         let mut mesh = (*model).clone();
         mesh.transform_positions(|p| {
-            let q = world_from_model.transform_point(&nalgebra::Point3::new(f64::from(p[0]), f64::from(p[1]), f64::from(p[2])));
+            let q = world_from_model.transform_point(&nalgebra::Point3::new(
+                f64::from(p[0]),
+                f64::from(p[1]),
+                f64::from(p[2]),
+            ));
             [q.x as f32, q.y as f32, q.z as f32]
         });
         objects.push(RenderObject { mesh: Arc::new(mesh), instance_id: instance.id.0 });
@@ -186,7 +197,16 @@ fn wall_boxes(
 }
 
 /// One box of wall from `a` to `b` along the axis and `z0` to `z1` in height.
-fn wall_box(builder: &mut MeshBuilder, wall: &WallSegment, a: f64, b: f64, z0: f64, z1: f64, sides: [(u16, f32); 2], cap: u16) {
+fn wall_box(
+    builder: &mut MeshBuilder,
+    wall: &WallSegment,
+    a: f64,
+    b: f64,
+    z0: f64,
+    z1: f64,
+    sides: [(u16, f32); 2],
+    cap: u16,
+) {
     let half = wall.thickness_m / 2.0;
     // Points in (along, across, z), mapped to world.
     let world = |along: f64, across: f64, z: f64| match wall.axis {
@@ -204,12 +224,21 @@ fn wall_box(builder: &mut MeshBuilder, wall: &WallSegment, a: f64, b: f64, z0: f
     let flat = [[0.0, 0.0]; 4];
     // Top and bottom.
     for z in [z0, z1] {
-        builder.quad([world(a, -half, z), world(b, -half, z), world(b, half, z), world(a, half, z)], flat, cap);
+        builder.quad(
+            [world(a, -half, z), world(b, -half, z), world(b, half, z), world(a, half, z)],
+            flat,
+            cap,
+        );
     }
     // Ends (the reveals of openings).
     for along in [a, b] {
         builder.quad(
-            [world(along, -half, z0), world(along, half, z0), world(along, half, z1), world(along, -half, z1)],
+            [
+                world(along, -half, z0),
+                world(along, half, z0),
+                world(along, half, z1),
+                world(along, -half, z1),
+            ],
             flat,
             cap,
         );

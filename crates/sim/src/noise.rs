@@ -85,15 +85,22 @@ impl DepthNoise {
         ];
         for (name, value) in non_negative {
             if !(value.is_finite() && value >= 0.0) {
-                return Err(SimError::Config(format!("depth noise: {name} must be finite and ≥ 0, got {value}")));
+                return Err(SimError::Config(format!(
+                    "depth noise: {name} must be finite and ≥ 0, got {value}"
+                )));
             }
         }
         let p = self.edge_dropout_probability;
         if !(0.0..=1.0).contains(&p) {
-            return Err(SimError::Config(format!("depth noise: edge_dropout_probability must be in [0, 1], got {p}")));
+            return Err(SimError::Config(format!(
+                "depth noise: edge_dropout_probability must be in [0, 1], got {p}"
+            )));
         }
         if !(self.max_range_m > 0.0) {
-            return Err(SimError::Config(format!("depth noise: max_range_m must be > 0, got {}", self.max_range_m)));
+            return Err(SimError::Config(format!(
+                "depth noise: max_range_m must be > 0, got {}",
+                self.max_range_m
+            )));
         }
         Ok(())
     }
@@ -123,7 +130,8 @@ impl DepthNoise {
                     *out = 0.0;
                     continue;
                 }
-                if self.is_edge(clean, width, height, x, y, z) && dropout_draw < self.edge_dropout_probability {
+                if self.is_edge(clean, width, height, x, y, z) && dropout_draw < self.edge_dropout_probability
+                {
                     *out = 0.0;
                     continue;
                 }
@@ -189,7 +197,8 @@ mod tests {
 
     #[test]
     fn sigma_grows_with_squared_distance() {
-        let noise = DepthNoise { quantisation_m: 0.0, edge_dropout_probability: 0.0, ..DepthNoise::default() };
+        let noise =
+            DepthNoise { quantisation_m: 0.0, edge_dropout_probability: 0.0, ..DepthNoise::default() };
         for z in [1.0f32, 4.0] {
             let expected = noise.axial_sigma_m(f64::from(z));
             let measured = measured_sigma(&noise, z, 7);

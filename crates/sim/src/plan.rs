@@ -149,7 +149,12 @@ impl PlanRoom {
     pub fn bounds(&self) -> Rect {
         let mut b = self.rects[0];
         for r in &self.rects[1..] {
-            b = Rect::new(b.min[0].min(r.min[0]), b.min[1].min(r.min[1]), b.max[0].max(r.max[0]), b.max[1].max(r.max[1]));
+            b = Rect::new(
+                b.min[0].min(r.min[0]),
+                b.min[1].min(r.min[1]),
+                b.max[0].max(r.max[0]),
+                b.max[1].max(r.max[1]),
+            );
         }
         b
     }
@@ -226,7 +231,10 @@ impl PlanConfig {
     pub fn validate(&self) -> Result<(), SimError> {
         let bad = |m: String| Err(SimError::Config(m));
         if !(3..=10).contains(&self.min_rooms) || !(self.min_rooms..=10).contains(&self.max_rooms) {
-            return bad(format!("room counts must satisfy 3 ≤ min ({}) ≤ max ({}) ≤ 10", self.min_rooms, self.max_rooms));
+            return bad(format!(
+                "room counts must satisfy 3 ≤ min ({}) ≤ max ({}) ≤ 10",
+                self.min_rooms, self.max_rooms
+            ));
         }
         if !(self.mean_room_area_m2 >= 8.0 && self.mean_room_area_m2 <= 60.0) {
             return bad(format!("mean_room_area_m2 {} is not in [8, 60]", self.mean_room_area_m2));
@@ -235,10 +243,16 @@ impl PlanConfig {
             return bad(format!("min_room_side_m {} is below 1.5 m", self.min_room_side_m));
         }
         if !(self.wall_height_m[0] >= 2.2 && self.wall_height_m[0] <= self.wall_height_m[1]) {
-            return bad(format!("wall_height_m {:?} must be an increasing range from 2.2 m", self.wall_height_m));
+            return bad(format!(
+                "wall_height_m {:?} must be an increasing range from 2.2 m",
+                self.wall_height_m
+            ));
         }
         if !(self.door_width_m[0] >= 0.6 && self.door_width_m[0] <= self.door_width_m[1]) {
-            return bad(format!("door_width_m {:?} must be an increasing range from 0.6 m", self.door_width_m));
+            return bad(format!(
+                "door_width_m {:?} must be an increasing range from 0.6 m",
+                self.door_width_m
+            ));
         }
         if !(self.door_height_m < self.wall_height_m[0] && self.window_top_m < self.wall_height_m[0]) {
             return bad("doors and windows must be lower than the walls".into());
@@ -347,7 +361,8 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
         } else {
             region.width() >= 2.0 * min_side
         };
-        let (low, high) = if split_x { (region.min[0], region.max[0]) } else { (region.min[1], region.max[1]) };
+        let (low, high) =
+            if split_x { (region.min[0], region.max[0]) } else { (region.min[1], region.max[1]) };
         let length = high - low;
         let lo = (length * 0.3).max(min_side);
         let hi = (length * 0.7).min(length - min_side);
@@ -418,7 +433,11 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
         })
         .collect();
     if let Some(c) = corridor {
-        rooms.push(PlanRoom { room_type: RoomType::Corridor, rects: vec![c], polygon: rectilinear_outline(&[c]) });
+        rooms.push(PlanRoom {
+            room_type: RoomType::Corridor,
+            rects: vec![c],
+            polygon: rectilinear_outline(&[c]),
+        });
     }
 
     let walls = wall_segments(&rooms, config);
@@ -605,7 +624,12 @@ fn wall_segments(rooms: &[PlanRoom], config: &PlanConfig) -> Vec<WallSegment> {
 
 /// Doors: a random spanning tree over rooms that share enough wall (corridor links first), plus extra
 /// doors that close loops.
-fn place_doors(rooms: &[PlanRoom], walls: &[WallSegment], config: &PlanConfig, rng: &mut impl Rng) -> Option<Vec<Door>> {
+fn place_doors(
+    rooms: &[PlanRoom],
+    walls: &[WallSegment],
+    config: &PlanConfig,
+    rng: &mut impl Rng,
+) -> Option<Vec<Door>> {
     const END_MARGIN_M: f64 = 0.35;
     let min_length = config.door_width_m[1] + 2.0 * END_MARGIN_M;
     // The longest shared interior wall of each room pair.
@@ -672,14 +696,25 @@ fn place_doors(rooms: &[PlanRoom], walls: &[WallSegment], config: &PlanConfig, r
             let center = snap(if hi > lo { rng.gen_range(lo..=hi) } else { (lo + hi) / 2.0 });
             Door {
                 rooms: pair,
-                opening: Opening { wall: w, center_m: center, width_m: width, bottom_m: 0.0, top_m: config.door_height_m },
+                opening: Opening {
+                    wall: w,
+                    center_m: center,
+                    width_m: width,
+                    bottom_m: 0.0,
+                    top_m: config.door_height_m,
+                },
             }
         })
         .collect();
     Some(doors)
 }
 
-fn place_windows(walls: &[WallSegment], doors: &[Door], config: &PlanConfig, rng: &mut impl Rng) -> Vec<Opening> {
+fn place_windows(
+    walls: &[WallSegment],
+    doors: &[Door],
+    config: &PlanConfig,
+    rng: &mut impl Rng,
+) -> Vec<Opening> {
     let mut windows = Vec::new();
     for (w, wall) in walls.iter().enumerate() {
         if !wall.is_exterior() || wall.length_m() < 1.6 || doors.iter().any(|d| d.opening.wall == w) {
@@ -739,8 +774,13 @@ mod tests {
             saw_l_room |= plan.rooms.iter().any(|r| r.polygon.len() > 4);
             saw_corridor |= plan.rooms.iter().any(|r| r.room_type == RoomType::Corridor);
             for room in &plan.rooms {
+                // Corridors are 1.2–1.6 m wide; every other room is at least min_room_side_m (2.4 m) minus snapping.
+                let min_side = if room.room_type == RoomType::Corridor { 1.2 } else { 2.3 };
                 for r in &room.rects {
-                    assert!(r.width() >= 1.5 - 1e-9 && r.height() >= 1.5 - 1e-9, "seed {seed}: thin room {r:?}");
+                    assert!(
+                        r.width() >= min_side - 1e-9 && r.height() >= min_side - 1e-9,
+                        "seed {seed}: thin room {r:?}"
+                    );
                 }
             }
             // Rooms do not overlap.

@@ -10,19 +10,24 @@
 //!   a wall equals the analytic distance to well below a millimetre, however the wall is tessellated.
 //! * **Perspective-correct texturing** the same way: a texture coordinate is a linear function over the 3D
 //!   triangle, so `u/z` is affine in the pixel coordinates.
-//! * **Deferred shading.** The raster pass only keeps, per pixel, the nearest depth key and the index of the
-//!   triangle that produced it; colour (texture lookup, lighting) is computed once per pixel afterwards.
-//!   Overdraw costs a few comparisons, not a texture fetch.
-//! * **Tiles.** Triangles are set up and binned once per frame into square screen tiles; each tile is then
-//!   rasterised on its own (rayon, one row of tiles per task), owning its pixels, so no locks are needed and
-//!   the tile's z-buffer stays in the L1 cache. Triangles are set up in a fixed order (object index, then
-//!   triangle index) and each tile processes its bin in that order with a strict depth test, so equal depths
-//!   are won by the earlier triangle and frames are byte-identical for any number of threads.
+//! * **Deferred shading.** The raster pass only keeps, per pixel, one 64-bit entry: the depth key and the
+//!   id of the triangle that produced it; colour (texture lookup, lighting) is computed once per pixel
+//!   afterwards. Overdraw costs one comparison, not a texture fetch.
+//! * **Bands.** Triangles are set up once per frame (in parallel, one task per cluster of triangles); then
+//!   the image is split into horizontal bands of [`RenderOptions::tile_size`] rows, each rasterised and
+//!   shaded by one rayon task that owns those rows of every buffer (no locks) and walks the set-up
+//!   triangles overlapping it. Triangle ids follow (object index, triangle index), and the depth test
+//!   compares (depth, id) at once: the nearest surface wins and equal depths go to the lower id, so frames
+//!   are byte-identical whatever the number of threads, the band height or the drawing order.
+//! * **Occlusion culling.** The structure (instance id 0: walls, floors, ceilings) is drawn first; the
+//!   farthest depth in each block of the screen then tells which other objects, and which clusters of
+//!   their triangles, are wholly behind it (the next room's furniture) and need no setup at all. The test
+//!   is conservative, so the image is exactly what drawing everything would give.
 //! * **Watertight edges.** Edge functions are built so that the two triangles sharing an edge evaluate
 //!   exactly negated values, and pixels centred exactly on an edge go to one triangle by a top-left style
 //!   rule: meshes show no cracks and no double coverage.
-//! * **Culling.** Objects and clusters of [`CLUSTER_TRIANGLES`] consecutive triangles are culled by their
-//!   world-space bounding boxes against the view frustum; triangles wholly outside one frustum plane or not
+//! * **Frustum culling.** Objects and clusters of [`CLUSTER_TRIANGLES`] consecutive triangles are culled by
+//!   their world-space bounding boxes against the view frustum; triangles wholly outside one frustum plane or not
 //!   covering a pixel centre are dropped during setup. Back faces are drawn: catalog meshes are neither
 //!   closed nor consistently wound.
 //! * **Near-plane clipping.** Triangles crossing the near plane are clipped (not dropped), so a wall right in
@@ -33,10 +38,14 @@
 //! independent of winding. Colours are combined in linear space and written with a 2.2 gamma
 //! ("sRGB-ish"); material diffuse colours are linear (MTL `Kd`), texels are taken as gamma-encoded.
 //!
+//! Rendering many frames? [`render_into`] reuses the caller's [`Frame`]: the per-thread working buffers
+//! are kept between frames anyway, and allocating fresh images costs page faults on every frame.
+//!
 //! The camera is an ideal pinhole: [`PinholeCamera::distortion`] is ignored (the simulator's cameras have
 //! none; to emulate a distorting lens, render with a pinhole and remap). Pixel centres are at integer
 //! coordinates: pixel `(u, v)` sees the ray through `((u - cx) / fx, (v - cy) / fy, 1)` (OpenCV).
 
+use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -51,14 +60,48 @@ use crate::mesh::{Texture, TriangleMesh};
 /// cluster's bounding box lets big meshes (a whole house's walls) be culled piecewise.
 pub const CLUSTER_TRIANGLES: usize = 256;
 
-/// Marks an empty pixel in a tile's triangle buffer.
+/// The id that marks an empty pixel.
 const NO_TRIANGLE: u32 = u32::MAX;
+
+/// The depth-buffer entry of an empty pixel: below every [`depth_entry`].
+const EMPTY_ENTRY: u64 = 0;
+
+/// A depth-buffer entry: the depth key (larger is nearer) in the high half, mapped to an unsigned integer of
+/// the same order, and the bitwise complement of the triangle id in the low half. One unsigned comparison
+/// then says "nearer, or as near with a lower id": the nearest surface wins and equal depths go to the
+/// lower id whatever order triangles are drawn in, so frames do not depend on passes or threads.
+#[inline]
+fn depth_entry(key: f32, id: u32) -> u64 {
+    let bits = key.to_bits();
+    // Non-negative floats: set the sign bit; negative floats: flip every bit (their magnitude order is
+    // reversed).
+    let ordered = bits ^ ((((bits as i32) >> 31) as u32) | 0x8000_0000);
+    (u64::from(ordered) << 32) | u64::from(!id)
+}
+
+/// The triangle id of a depth-buffer entry ([`NO_TRIANGLE`] for an empty pixel).
+#[inline]
+fn entry_id(entry: u64) -> u32 {
+    !(entry as u32)
+}
+
+/// The order-preserving integer of a depth-buffer entry's key (0 for an empty pixel).
+#[inline]
+fn entry_key_order(entry: u64) -> u32 {
+    (entry >> 32) as u32
+}
 
 /// Outcode bit of a vertex in front of the near plane (z < near).
 const NEAR_BIT: u8 = 1;
 
 /// Screen triangles with a smaller doubled area (pixels²) have no interior worth drawing.
 const MIN_DOUBLE_AREA_PX2: f64 = 1e-9;
+
+/// Fractional bits of the fixed-point colour factors that multiply texels (integer arithmetic keeps
+/// float-to-u8 conversions out of the per-pixel loop).
+const FIXED_BITS: u32 = 8;
+const FIXED_ONE: f32 = (1 << FIXED_BITS) as f32;
+const FIXED_HALF: u32 = 1 << (FIXED_BITS - 1);
 
 /// Display gamma applied to linear colours.
 const GAMMA: f32 = 2.2;
@@ -69,7 +112,10 @@ const MAX_LIGHT: f32 = 2.0;
 /// Entries of the gamma table over `[0, MAX_LIGHT]`, linearly interpolated.
 const GAMMA_TABLE_SIZE: usize = 256;
 
-/// Accepted range of [`RenderOptions::tile_size`]; values outside are clamped.
+/// Rows of triangles at most this wide are tested pixel by pixel without first narrowing the span.
+const SPAN_NARROWING_MIN_WIDTH: usize = 8;
+
+/// Accepted range of [`RenderOptions::tile_size`] (band height); values outside are clamped.
 const TILE_SIZE_RANGE: (u32, u32) = (8, 256);
 
 /// Material used when a triangle's material index is out of range.
@@ -79,7 +125,8 @@ const FALLBACK_DIFFUSE: [f32; 3] = [0.6, 0.6, 0.6];
 #[derive(Clone)]
 pub struct RenderObject {
     pub mesh: Arc<TriangleMesh>,
-    /// Value in the instance image; 0 is structure (walls, floor, ceiling).
+    /// Value in the instance image; 0 is structure (walls, floor, ceiling). Structure is also what the
+    /// renderer uses as occluder: it is drawn first, and objects wholly behind it are skipped.
     pub instance_id: u16,
 }
 
@@ -105,9 +152,9 @@ impl Aabb {
     }
 
     fn add_point(&mut self, p: [f32; 3]) {
-        for i in 0..3 {
-            self.min[i] = self.min[i].min(p[i]);
-            self.max[i] = self.max[i].max(p[i]);
+        for (i, &coordinate) in p.iter().enumerate() {
+            self.min[i] = self.min[i].min(coordinate);
+            self.max[i] = self.max[i].max(coordinate);
         }
     }
 
@@ -125,9 +172,9 @@ impl Aabb {
         planes.iter().any(|plane| {
             // The corner farthest along the plane normal: if even it is outside, the whole box is.
             let mut value = plane[3];
-            for i in 0..3 {
-                let coordinate = if plane[i] >= 0.0 { self.max[i] } else { self.min[i] };
-                value += plane[i] * f64::from(coordinate);
+            for (i, &normal) in plane.iter().take(3).enumerate() {
+                let coordinate = if normal >= 0.0 { self.max[i] } else { self.min[i] };
+                value += normal * f64::from(coordinate);
             }
             value < 0.0
         })
@@ -150,16 +197,121 @@ struct MaterialLook {
     textured: bool,
 }
 
+/// What is prepared once per object: bounds, clusters, materials, and per-triangle world-space geometry.
+#[derive(Clone, Debug)]
+struct PreparedObject {
+    /// `None` for an object without drawable vertices.
+    bounds: Option<Aabb>,
+    clusters: Vec<Cluster>,
+    materials: Vec<MaterialLook>,
+    /// Per triangle: the plane `n·p = d` as `[n.x, n.y, n.z, d]` with a unit normal, in f64 (depth is
+    /// computed from it); all zeros for a degenerate triangle.
+    planes: Vec<[f64; 4]>,
+    /// Per triangle, only when some material of the object is textured: texture coordinates `u` and `v`
+    /// as linear functions of the world position `g·p + h`, each stored as `[g.x, g.y, g.z, h]`.
+    uv_gradients: Vec<[[f64; 4]; 2]>,
+}
+
+impl PreparedObject {
+    fn new(index: usize, mesh: &TriangleMesh) -> Self {
+        let mut clusters = Vec::new();
+        let mut bounds = Aabb::empty();
+        let mut bad_triangles = 0usize;
+        for start in (0..mesh.triangles.len()).step_by(CLUSTER_TRIANGLES) {
+            let triangles = start..(start + CLUSTER_TRIANGLES).min(mesh.triangles.len());
+            let mut cluster_bounds = Aabb::empty();
+            for triangle in &mesh.triangles[triangles.clone()] {
+                for &vertex in triangle {
+                    match mesh.positions.get(vertex as usize) {
+                        Some(&p) => cluster_bounds.add_point(p),
+                        None => bad_triangles += 1,
+                    }
+                }
+            }
+            if cluster_bounds.is_valid() {
+                bounds.add_box(&cluster_bounds);
+                clusters.push(Cluster { triangles, bounds: cluster_bounds });
+            }
+        }
+        if bad_triangles > 0 {
+            tracing::warn!(
+                object = index,
+                bad_triangles,
+                "triangles with vertex indices out of range are skipped"
+            );
+        }
+        let materials: Vec<MaterialLook> = mesh
+            .materials
+            .iter()
+            .map(|material| {
+                let textured = material.texture.as_deref().is_some_and(|texture| {
+                    let usable = texture.width > 0
+                        && texture.height > 0
+                        && texture.texels.len() == texture.width as usize * texture.height as usize;
+                    if !usable {
+                        tracing::warn!(object = index, material = %material.name, "texture size does not match its texels; drawn untextured");
+                    }
+                    usable
+                });
+                MaterialLook { diffuse_gamma: gamma_encode(material.diffuse), textured }
+            })
+            .collect();
+        let any_textured = materials.iter().any(|m| m.textured);
+        let mut planes = Vec::with_capacity(mesh.triangles.len());
+        let mut uv_gradients = Vec::with_capacity(if any_textured { mesh.triangles.len() } else { 0 });
+        for triangle in &mesh.triangles {
+            let corners =
+                triangle.map(|i| mesh.positions.get(i as usize).map(|p| Vector3::from(p.map(f64::from))));
+            let [Some(p0), Some(p1), Some(p2)] = corners else {
+                planes.push([0.0; 4]);
+                if any_textured {
+                    uv_gradients.push([[0.0; 4]; 2]);
+                }
+                continue;
+            };
+            let (e1, e2) = (p1 - p0, p2 - p0);
+            let normal = e1.cross(&e2);
+            let length = normal.norm();
+            planes.push(if length > 0.0 && length.is_finite() {
+                let n = normal / length;
+                [n.x, n.y, n.z, n.dot(&p0)]
+            } else {
+                [0.0; 4]
+            });
+            if any_textured {
+                let uvs = triangle.map(|i| mesh.uvs.get(i as usize).copied().unwrap_or([0.0; 2]));
+                uv_gradients.push(linear_uv_functions([p0, p1, p2], uvs));
+            }
+        }
+        Self { bounds: bounds.is_valid().then_some(bounds), clusters, materials, planes, uv_gradients }
+    }
+}
+
+/// Texture coordinates as linear functions `g·p + h` over a triangle: `g` lies in the triangle's plane and
+/// solves the Gram system `g·e1 = Δf1, g·e2 = Δf2`. Degenerate triangles get constant functions.
+fn linear_uv_functions(p: [Vector3<f64>; 3], uvs: [[f32; 2]; 3]) -> [[f64; 4]; 2] {
+    let (e1, e2) = (p[1] - p[0], p[2] - p[0]);
+    let (a, b, c) = (e1.dot(&e1), e1.dot(&e2), e2.dot(&e2));
+    let det = a * c - b * b;
+    [0, 1].map(|k| {
+        let f = uvs.map(|uv| f64::from(uv[k]));
+        let (df1, df2) = (f[1] - f[0], f[2] - f[0]);
+        let g = if det > f64::EPSILON * a * c && det.is_finite() {
+            e1 * ((c * df1 - b * df2) / det) + e2 * ((a * df2 - b * df1) / det)
+        } else {
+            Vector3::zeros()
+        };
+        let h = f[0] - g.dot(&p[0]);
+        [g.x, g.y, g.z, h]
+    })
+}
+
 /// Everything that is drawn, with what can be prepared once: bounding boxes of objects and of triangle
-/// clusters for frustum culling, and per-material colours.
+/// clusters for frustum culling, per-material colours, and per-triangle planes and texture-coordinate
+/// gradients in world space.
 pub struct RenderScene {
     objects: Vec<RenderObject>,
-    /// Per object: its bounding box, `None` for an object without vertices.
-    object_bounds: Vec<Option<Aabb>>,
-    /// Per object: its clusters.
-    object_clusters: Vec<Vec<Cluster>>,
-    /// Per object, per material.
-    materials: Vec<Vec<MaterialLook>>,
+    prepared: Vec<PreparedObject>,
     triangle_count: usize,
     bounds: Option<Aabb>,
 }
@@ -179,63 +331,18 @@ impl RenderScene {
     /// textures whose texel count does not match their size) are not drawn or drawn untextured; they are
     /// reported with `tracing` here, once.
     pub fn new(objects: Vec<RenderObject>) -> Self {
-        let mut object_bounds = Vec::with_capacity(objects.len());
-        let mut object_clusters = Vec::with_capacity(objects.len());
-        let mut materials = Vec::with_capacity(objects.len());
+        let prepared: Vec<PreparedObject> = objects
+            .par_iter()
+            .enumerate()
+            .map(|(index, object)| PreparedObject::new(index, &object.mesh))
+            .collect();
         let mut scene_bounds = Aabb::empty();
-        let mut triangle_count = 0;
-        for (index, object) in objects.iter().enumerate() {
-            let mesh = &object.mesh;
-            triangle_count += mesh.triangle_count();
-            let mut clusters = Vec::new();
-            let mut bounds = Aabb::empty();
-            let mut bad_triangles = 0usize;
-            for start in (0..mesh.triangles.len()).step_by(CLUSTER_TRIANGLES) {
-                let triangles = start..(start + CLUSTER_TRIANGLES).min(mesh.triangles.len());
-                let mut cluster_bounds = Aabb::empty();
-                for triangle in &mesh.triangles[triangles.clone()] {
-                    for &vertex in triangle {
-                        match mesh.positions.get(vertex as usize) {
-                            Some(&p) => cluster_bounds.add_point(p),
-                            None => bad_triangles += 1,
-                        }
-                    }
-                }
-                if cluster_bounds.is_valid() {
-                    bounds.add_box(&cluster_bounds);
-                    clusters.push(Cluster { triangles, bounds: cluster_bounds });
-                }
-            }
-            if bad_triangles > 0 {
-                tracing::warn!(object = index, bad_triangles, "triangles with vertex indices out of range are skipped");
-            }
-            let looks = mesh
-                .materials
-                .iter()
-                .map(|material| {
-                    let textured = material.texture.as_deref().is_some_and(|texture| {
-                        let usable = texture.width > 0
-                            && texture.height > 0
-                            && texture.texels.len() == texture.width as usize * texture.height as usize;
-                        if !usable {
-                            tracing::warn!(object = index, material = %material.name, "texture size does not match its texels; drawn untextured");
-                        }
-                        usable
-                    });
-                    MaterialLook { diffuse_gamma: gamma_encode(material.diffuse), textured }
-                })
-                .collect();
-            if bounds.is_valid() {
-                scene_bounds.add_box(&bounds);
-                object_bounds.push(Some(bounds));
-            } else {
-                object_bounds.push(None);
-            }
-            object_clusters.push(clusters);
-            materials.push(looks);
+        for bounds in prepared.iter().filter_map(|p| p.bounds.as_ref()) {
+            scene_bounds.add_box(bounds);
         }
+        let triangle_count = objects.iter().map(|o| o.mesh.triangle_count()).sum();
         let bounds = scene_bounds.is_valid().then_some(scene_bounds);
-        Self { objects, object_bounds, object_clusters, materials, triangle_count, bounds }
+        Self { objects, prepared, triangle_count, bounds }
     }
 
     pub fn objects(&self) -> &[RenderObject] {
@@ -275,8 +382,10 @@ pub struct RenderOptions {
     /// Colour of pixels where nothing is seen. Default black (the benchmark's top-down maps draw the
     /// outside black).
     pub background: [u8; 3],
-    /// Side of the square screen tiles in pixels, clamped to [8, 256]. Default 32: a tile's buffers fit in
-    /// the L1 cache and a 640x512 frame gives 16 rows of tiles to spread over threads.
+    /// Height in rows of the horizontal bands ("tiles" as wide as the image) that are rasterised in
+    /// parallel, clamped to [8, 256]; it is also the height of the occlusion-culling blocks. Default 32: a
+    /// 640x512 frame gives 16 bands to spread over threads. The image does not depend on it; speed hardly
+    /// does (measured from 8 to 64).
     pub tile_size: u32,
 }
 
@@ -306,11 +415,26 @@ pub struct Frame {
 }
 
 impl Frame {
-    fn empty(width: u32, height: u32, background: [u8; 3]) -> Self {
+    /// A frame where nothing is seen.
+    pub fn empty(width: u32, height: u32, background: [u8; 3]) -> Self {
         Self {
             rgb: Image::filled(width, height, background),
             depth: Image::filled(width, height, 0.0),
             instances: Image::filled(width, height, 0),
+        }
+    }
+
+    /// Makes the frame `width x height`, reallocating only when the size changes (rendering overwrites
+    /// every pixel).
+    fn resize(&mut self, width: u32, height: u32, background: [u8; 3]) {
+        if self.rgb.width() != width
+            || self.rgb.height() != height
+            || self.depth.width() != width
+            || self.depth.height() != height
+            || self.instances.width() != width
+            || self.instances.height() != height
+        {
+            *self = Self::empty(width, height, background);
         }
     }
 }
@@ -322,12 +446,29 @@ pub fn render(
     world_from_camera: &Pose3,
     options: &RenderOptions,
 ) -> Frame {
+    let mut frame = Frame::empty(camera.width, camera.height, options.background);
+    render_into(scene, camera, world_from_camera, options, &mut frame);
+    frame
+}
+
+/// Like [`render`], but writes into `frame` (resized to the camera if needed), so that a loop rendering
+/// many frames reuses its buffers instead of allocating (and page-faulting in) three images per frame.
+pub fn render_into(
+    scene: &RenderScene,
+    camera: &PinholeCamera,
+    world_from_camera: &Pose3,
+    options: &RenderOptions,
+    frame: &mut Frame,
+) {
+    frame.resize(camera.width, camera.height, options.background);
     let near_m = if options.near_m.is_finite() && options.near_m > 0.0 { options.near_m } else { 1e-3 };
     match Perspective::new(camera, world_from_camera, near_m) {
-        Some(projection) => render_with(scene, &projection, options),
+        Some(projection) => {
+            render_with(scene, &projection, options, frame);
+        }
         None => {
             tracing::warn!(?camera, "camera with non-finite or non-positive intrinsics; rendered empty");
-            Frame::empty(camera.width, camera.height, options.background)
+            *frame = Frame::empty(camera.width, camera.height, options.background);
         }
     }
 }
@@ -352,13 +493,14 @@ pub struct OrthoView {
 /// Renders a top-down orthographic view. The depth channel holds the height (world z) of the visible surface
 /// in metres, 0 where nothing is seen; lighting uses a headlight pointing straight down.
 pub fn render_topdown(scene: &RenderScene, view: &OrthoView, options: &RenderOptions) -> Frame {
+    let mut frame = Frame::empty(view.width, view.height, options.background);
     match Orthographic::new(view) {
-        Some(projection) => render_with(scene, &projection, options),
-        None => {
-            tracing::warn!(?view, "top-down view with non-finite or non-positive scale; rendered empty");
-            Frame::empty(view.width, view.height, options.background)
+        Some(projection) => {
+            render_with(scene, &projection, options, &mut frame);
         }
+        None => tracing::warn!(?view, "top-down view with non-finite or non-positive scale; rendered empty"),
     }
+    frame
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -377,7 +519,12 @@ struct ViewTransform {
 impl ViewTransform {
     fn new(m: Matrix3<f64>, origin: Vector3<f64>) -> Self {
         let rows = [0, 1, 2].map(|r| [0, 1, 2].map(|c| m[(r, c)] as f32));
-        Self { m: rows, origin: [origin.x as f32, origin.y as f32, origin.z as f32], m64: m, origin64: origin }
+        Self {
+            m: rows,
+            origin: [origin.x as f32, origin.y as f32, origin.z as f32],
+            m64: m,
+            origin64: origin,
+        }
     }
 
     #[inline]
@@ -410,13 +557,15 @@ trait Projection: Sync {
     fn planes(&self) -> &[[f64; 4]; 5];
     /// Pixel coordinates of a view-space point with `z ≥ near`.
     fn screen(&self, v: [f32; 3]) -> [f32; 2];
+    /// The depth key of a view-space point with `z ≥ near`.
+    fn key_of(&self, v: [f32; 3]) -> f32;
     /// The key over the view-space plane `n·v = d`, as `[a, b, c]` with `key = a·x + b·y + c`.
     fn key_plane(&self, n: Vector3<f64>, d: f64) -> Option<[f64; 3]>;
     /// For `f(v) = g·v + h` on the plane whose key is `key`, the affine function of the pixel coordinates
     /// equal to `f·key` (perspective) or `f` (orthographic).
     fn weighted_plane(&self, g: Vector3<f64>, h: f64, key: &[f64; 3]) -> [f64; 3];
-    /// Unit direction of the viewing ray through a view-space point.
-    fn view_direction(&self, v: Vector3<f64>) -> Vector3<f64>;
+    /// `|n·v|` for a unit normal `n` and the unit viewing ray `v` through a view-space point.
+    fn headlight_cosine(&self, normal: &Vector3<f64>, point: [f32; 3]) -> f64;
 }
 
 struct Perspective {
@@ -502,29 +651,39 @@ impl Projection for Perspective {
         [self.fx32 * (v[0] / v[2]) + self.cx32, self.fy32 * (v[1] / v[2]) + self.cy32]
     }
 
+    fn key_of(&self, v: [f32; 3]) -> f32 {
+        1.0 / v[2]
+    }
+
     fn key_plane(&self, n: Vector3<f64>, d: f64) -> Option<[f64; 3]> {
         // The ray of pixel (x, y) is z·(xn, yn, 1) with xn = (x - cx)/fx; on the plane n·v = d,
         // 1/z = (n.x·xn + n.y·yn + n.z) / d.
         if d == 0.0 {
             return None;
         }
-        let a = n.x / (self.fx * d);
-        let b = n.y / (self.fy * d);
-        let c = (n.z - n.x * self.cx / self.fx - n.y * self.cy / self.fy) / d;
-        Some([a, b, c])
+        let inverse_d = 1.0 / d;
+        Some(self.ray_affine(n).map(|coefficient| coefficient * inverse_d))
     }
 
     fn weighted_plane(&self, g: Vector3<f64>, h: f64, key: &[f64; 3]) -> [f64; 3] {
         // f/z = g·(xn, yn, 1) + h/z.
-        [
-            g.x / self.fx + h * key[0],
-            g.y / self.fy + h * key[1],
-            g.z - g.x * self.cx / self.fx - g.y * self.cy / self.fy + h * key[2],
-        ]
+        let ray = self.ray_affine(g);
+        [0, 1, 2].map(|i| ray[i] + h * key[i])
     }
 
-    fn view_direction(&self, v: Vector3<f64>) -> Vector3<f64> {
-        v.try_normalize(0.0).unwrap_or_else(Vector3::z)
+    fn headlight_cosine(&self, normal: &Vector3<f64>, point: [f32; 3]) -> f64 {
+        let length = (point[0] * point[0] + point[1] * point[1] + point[2] * point[2]).sqrt();
+        let dot =
+            normal.x * f64::from(point[0]) + normal.y * f64::from(point[1]) + normal.z * f64::from(point[2]);
+        if length > 0.0 { dot.abs() / f64::from(length) } else { normal.z.abs() }
+    }
+}
+
+impl Perspective {
+    /// `g·(xn, yn, 1)` with `xn = (x - cx)/fx`, `yn = (y - cy)/fy`, as an affine function of the pixel.
+    fn ray_affine(&self, g: Vector3<f64>) -> [f64; 3] {
+        let (inv_fx, inv_fy) = (1.0 / self.fx, 1.0 / self.fy);
+        [g.x * inv_fx, g.y * inv_fy, g.z - g.x * self.cx * inv_fx - g.y * self.cy * inv_fy]
     }
 }
 
@@ -547,12 +706,18 @@ struct Orthographic {
 impl Orthographic {
     fn new(view: &OrthoView) -> Option<Self> {
         let m = view.metres_per_pixel;
-        if !(m.is_finite() && m > 0.0 && view.min_x_m.is_finite() && view.max_y_m.is_finite() && view.max_z_m.is_finite())
+        if !(m.is_finite()
+            && m > 0.0
+            && view.min_x_m.is_finite()
+            && view.max_y_m.is_finite()
+            && view.max_z_m.is_finite())
         {
             return None;
         }
-        let transform =
-            ViewTransform::new(Matrix3::from_diagonal(&Vector3::new(1.0, 1.0, -1.0)), Vector3::new(0.0, 0.0, view.max_z_m));
+        let transform = ViewTransform::new(
+            Matrix3::from_diagonal(&Vector3::new(1.0, 1.0, -1.0)),
+            Vector3::new(0.0, 0.0, view.max_z_m),
+        );
         let (w, h) = (f64::from(view.width), f64::from(view.height));
         let planes = [
             [0.0, 0.0, 1.0, 0.0],
@@ -607,6 +772,10 @@ impl Projection for Orthographic {
         [v[0] * self.scale32 + self.offset_x32, self.offset_y32 - v[1] * self.scale32]
     }
 
+    fn key_of(&self, v: [f32; 3]) -> f32 {
+        self.max_z as f32 - v[2]
+    }
+
     fn key_plane(&self, n: Vector3<f64>, d: f64) -> Option<[f64; 3]> {
         // On n·v = d: view z = (d - n.x·x - n.y·y) / n.z, and the key (world height) is max_z - view z.
         if n.z.abs() < f64::EPSILON * n.norm() {
@@ -628,8 +797,8 @@ impl Projection for Orthographic {
         })
     }
 
-    fn view_direction(&self, _v: Vector3<f64>) -> Vector3<f64> {
-        Vector3::z()
+    fn headlight_cosine(&self, normal: &Vector3<f64>, _point: [f32; 3]) -> f64 {
+        normal.z.abs()
     }
 }
 
@@ -645,14 +814,15 @@ struct ViewVertex {
     outcode: u8,
 }
 
-/// What the raster pass needs of a screen triangle. Edge `i` is `a·x + b·y + c`, positive inside; a pixel
-/// is covered when every edge value is `≥ threshold` (0 or the smallest positive `f32`, by the tie rule).
+/// What the raster pass needs of a screen triangle. Edge `i` is `a·x + b·y + c`, positive inside (never
+/// -0: the coefficients are canonical); a pixel is covered when every edge value, read as the signed
+/// integer of its bits, is `≥ threshold` (0 includes the edge, 1 excludes it, by the tie rule).
 #[derive(Clone, Copy, Debug)]
 struct RasterTriangle {
     edge_a: [f32; 3],
     edge_b: [f32; 3],
     edge_c: [f32; 3],
-    threshold: [f32; 3],
+    threshold: [i32; 3],
     /// Depth key `key[0]·x + key[1]·y + key[2]`, larger is nearer.
     key: [f32; 3],
     /// Inclusive pixel ranges `[x_lo, y_lo, x_hi, y_hi]` covered by the bounding box, inside the image.
@@ -670,9 +840,9 @@ struct ShadeTriangle<'a> {
     /// Texture coordinates `u`, `v` as affine functions of the pixel coordinates (times the key when
     /// perspective).
     uv: [[f32; 3]; 2],
-    /// Lit, gamma-encoded diffuse colour in [0, 1] (may exceed 1 under strong light), multiplied with
-    /// texels.
-    factor: [f32; 3],
+    /// Lit, gamma-encoded diffuse colour (may exceed 1 under strong light) in fixed point with
+    /// [`FIXED_BITS`] fractional bits, multiplied with texels.
+    factor_fixed: [u32; 3],
     /// Output colour when untextured.
     flat: [u8; 3],
     instance: u16,
@@ -710,7 +880,7 @@ impl Lighting {
     /// `light^(1/γ)` by table lookup.
     fn gamma(&self, light: f64) -> f32 {
         let position = (light as f32).clamp(0.0, MAX_LIGHT) * (GAMMA_TABLE_SIZE as f32 / MAX_LIGHT);
-        let index = (position as usize).min(GAMMA_TABLE_SIZE - 1);
+        let index = (position as i32).clamp(0, GAMMA_TABLE_SIZE as i32 - 1) as usize;
         let fraction = position - index as f32;
         self.gamma_table[index] + fraction * (self.gamma_table[index + 1] - self.gamma_table[index])
     }
@@ -724,88 +894,333 @@ fn gamma_encode(linear: [f32; 3]) -> [f32; 3] {
     linear.map(|c| if c.is_finite() { c.clamp(0.0, 1.0).powf(1.0 / GAMMA) } else { 0.0 })
 }
 
-fn render_with<P: Projection>(scene: &RenderScene, projection: &P, options: &RenderOptions) -> Frame {
+/// Renders into `frame`, whose images must have the projection's size.
+fn render_with<P: Projection>(
+    scene: &RenderScene,
+    projection: &P,
+    options: &RenderOptions,
+    frame: &mut Frame,
+) -> RenderStats {
     let (width, height) = projection.size();
-    let mut frame = Frame::empty(width, height, options.background);
     if width == 0 || height == 0 {
-        return frame;
+        return RenderStats::default();
     }
+    let stats = FRAME_BUFFERS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffers) => render_passes(scene, projection, options, frame, &mut buffers),
+        // Only reachable if a render ran inside another on this thread; stay correct anyway.
+        Err(_) => render_passes(scene, projection, options, frame, &mut FrameBuffers::default()),
+    });
+    tracing::trace!(?stats, "frame rendered");
+    stats
+}
+
+/// What a render did, for tracing and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct RenderStats {
+    /// Clusters inside the view frustum.
+    clusters_in_frustum: usize,
+    /// Of those, clusters found hidden behind the structure.
+    clusters_occluded: usize,
+    /// Screen triangles set up.
+    triangles_set_up: usize,
+}
+
+thread_local! {
+    /// The calling thread's depth buffer (2.6 MB at 640x512), kept between frames: allocating it afresh
+    /// would cost page faults on every frame.
+    static FRAME_BUFFERS: RefCell<FrameBuffers> = RefCell::new(FrameBuffers::default());
+}
+
+/// A frame's depth buffer of [`depth_entry`] values.
+#[derive(Default)]
+struct FrameBuffers {
+    entries: Vec<u64>,
+}
+
+/// The two passes: occluders (structure), then whatever the occluders do not hide, then shading.
+fn render_passes<P: Projection>(
+    scene: &RenderScene,
+    projection: &P,
+    options: &RenderOptions,
+    frame: &mut Frame,
+    buffers: &mut FrameBuffers,
+) -> RenderStats {
+    let (width, height) = projection.size();
+    let (width, height) = (width as usize, height as usize);
     let transform = projection.transform();
     let world_planes = projection.planes().map(|plane| transform.plane_to_world(plane));
 
-    // Frustum culling of objects, then of their clusters.
+    // Frustum culling of objects, then of their clusters. Chunk `i` of the frame holds the set-up
+    // triangles of `draw_list[i]`, so triangle ids follow (object, triangle) order whatever the pass.
     let mut visible_objects = Vec::new();
     let mut draw_list = Vec::new();
-    for (object, bounds) in scene.object_bounds.iter().enumerate() {
-        let Some(bounds) = bounds else { continue };
+    for (object, prepared) in scene.prepared.iter().enumerate() {
+        let Some(bounds) = &prepared.bounds else { continue };
         if bounds.outside_any(&world_planes) {
             continue;
         }
         let slot = visible_objects.len();
         visible_objects.push(object);
-        for (cluster_index, cluster) in scene.object_clusters[object].iter().enumerate() {
+        for (cluster_index, cluster) in prepared.clusters.iter().enumerate() {
             if !cluster.bounds.outside_any(&world_planes) {
                 draw_list.push((slot, cluster_index));
             }
         }
     }
+    if draw_list.len() > MAX_CHUNKS {
+        tracing::warn!(
+            clusters = draw_list.len(),
+            "too many visible clusters; the last in order are dropped"
+        );
+        draw_list.truncate(MAX_CHUNKS);
+    }
+    let is_occluder = |slot: usize| scene.objects[visible_objects[slot]].instance_id == 0;
+
+    let band_rows = options.tile_size.clamp(TILE_SIZE_RANGE.0, TILE_SIZE_RANGE.1) as usize;
+    let band_len = band_rows * width;
+    let band_count = height.div_ceil(band_rows);
+    let rows_of =
+        |band: usize| BandRows { y0: band * band_rows, y1: ((band + 1) * band_rows).min(height), width };
+    // Sized here, emptied by each band in parallel.
+    buffers.entries.resize(width * height, EMPTY_ENTRY);
 
     let view_planes = projection.planes().map(|p| p.map(|v| v as f32));
-    let vertices: Vec<Vec<ViewVertex>> = visible_objects
-        .par_iter()
-        .map(|&object| transform_vertices(projection, &view_planes, &scene.objects[object].mesh))
-        .collect();
-
     let lighting = Lighting::new(options, transform);
-    let setups: Vec<(Vec<RasterTriangle>, Vec<ShadeTriangle<'_>>)> = draw_list
-        .par_iter()
-        .map(|&(slot, cluster_index)| {
-            let object = visible_objects[slot];
-            let cluster = &scene.object_clusters[object][cluster_index];
-            let mut raster = Vec::new();
-            let mut shade = Vec::new();
-            let context = SetupContext { scene, object, vertices: &vertices[slot], lighting: &lighting };
-            context.setup_triangles(projection, cluster.triangles.clone(), &mut raster, &mut shade);
-            (raster, shade)
+    let mut vertices: Vec<Option<Vec<ViewVertex>>> = vec![None; visible_objects.len()];
+    let mut chunks: Vec<Chunk<'_>> = (0..draw_list.len()).map(|_| Chunk::empty()).collect();
+
+    // Pass 1: the structure, which hides most of a multi-room house, into the z-buffer; then the
+    // farthest depth in each block of the screen.
+    let occluder_slots: Vec<usize> = (0..visible_objects.len()).filter(|&slot| is_occluder(slot)).collect();
+    transform_objects(scene, projection, &view_planes, &visible_objects, &occluder_slots, &mut vertices);
+    let occluder_chunks: Vec<usize> = (0..draw_list.len()).filter(|&i| is_occluder(draw_list[i].0)).collect();
+    let setup = |i: usize, vertices: &[Option<Vec<ViewVertex>>]| {
+        let (slot, cluster_index) = draw_list[i];
+        let object = visible_objects[slot];
+        let vertices = vertices[slot].as_deref().unwrap_or_default();
+        let cluster = &scene.prepared[object].clusters[cluster_index];
+        setup_chunk(scene, projection, object, vertices, &lighting, cluster.triangles.clone())
+    };
+    let first_pass: Vec<(usize, Chunk<'_>)> =
+        occluder_chunks.par_iter().map(|&i| (i, setup(i, &vertices))).collect();
+    for (i, chunk) in first_pass {
+        chunks[i] = chunk;
+    }
+    let block_columns = width.div_ceil(HIZ_BLOCK_WIDTH);
+    let farthest: Vec<u32> = buffers
+        .entries
+        .par_chunks_mut(band_len)
+        .enumerate()
+        .flat_map_iter(|(band, entries)| {
+            entries.fill(EMPTY_ENTRY);
+            let mut view = BandView { rows: rows_of(band), entries };
+            for &i in &occluder_chunks {
+                view.rasterise_chunk(&chunks[i], i);
+            }
+            view.block_farthest_keys()
         })
         .collect();
-    let total: usize = setups.iter().map(|(r, _)| r.len()).sum();
-    let mut raster = Vec::with_capacity(total);
-    let mut shade = Vec::with_capacity(total);
-    for (r, s) in setups {
-        raster.extend(r);
-        shade.extend(s);
+    let hiz = HiZ { farthest, block_columns, band_rows, band_count, width, height };
+
+    // Pass 2: every other object and cluster that is not wholly behind the structure.
+    let others: Vec<usize> = (0..visible_objects.len())
+        .filter(|&slot| !is_occluder(slot))
+        .filter(|&slot| {
+            let object = visible_objects[slot];
+            scene.prepared[object].bounds.is_some_and(|bounds| !hiz.hides(projection, &bounds))
+        })
+        .collect();
+    transform_objects(scene, projection, &view_planes, &visible_objects, &others, &mut vertices);
+    let second_pass: Vec<(usize, Chunk<'_>)> = (0..draw_list.len())
+        .into_par_iter()
+        .filter(|&i| {
+            let (slot, cluster_index) = draw_list[i];
+            if is_occluder(slot) || vertices[slot].is_none() {
+                return false;
+            }
+            let cluster = &scene.prepared[visible_objects[slot]].clusters[cluster_index];
+            !hiz.hides(projection, &cluster.bounds)
+        })
+        .map(|i| (i, setup(i, &vertices)))
+        .collect();
+    let second_chunks: Vec<usize> = second_pass.iter().map(|(i, _)| *i).collect();
+    for (i, chunk) in second_pass {
+        chunks[i] = chunk;
     }
 
-    let tile_size = options.tile_size.clamp(TILE_SIZE_RANGE.0, TILE_SIZE_RANGE.1) as usize;
-    let grid = TileGrid::new(width as usize, height as usize, tile_size);
-    let bins = grid.bin(&raster);
-
-    let band_len = tile_size * width as usize;
+    // Rasterise the rest and shade, band by band. Each band owns its rows of the buffers and of the
+    // output images and walks the chunks overlapping it in id order: no binning pass and no locks.
     let background = options.background;
-    frame
-        .rgb
-        .data_mut()
+    buffers
+        .entries
         .par_chunks_mut(band_len)
+        .zip(frame.rgb.data_mut().par_chunks_mut(band_len))
         .zip(frame.depth.data_mut().par_chunks_mut(band_len))
         .zip(frame.instances.data_mut().par_chunks_mut(band_len))
         .enumerate()
-        .for_each(|(tile_row, ((rgb, depth), instances))| {
-            let mut tile = TileBuffers::new(tile_size);
-            for tile_col in 0..grid.columns {
-                let rect = grid.rect(tile_col, tile_row);
-                tile.clear();
-                for &index in &bins[tile_row * grid.columns + tile_col] {
-                    tile.rasterise(&rect, &raster[index as usize], index);
-                }
-                let output = BandOutput { rgb: &mut *rgb, depth: &mut *depth, instances: &mut *instances, width };
-                tile.shade::<P>(&rect, &shade, background, output);
+        .for_each(|(band, (((entries, rgb), depth), instances))| {
+            let mut view = BandView { rows: rows_of(band), entries };
+            for &i in &second_chunks {
+                view.rasterise_chunk(&chunks[i], i);
             }
+            view.shade::<P>(&chunks, background, BandOutput { rgb, depth, instances });
         });
-    frame
+    let set_up = occluder_chunks.len() + second_chunks.len();
+    RenderStats {
+        clusters_in_frustum: draw_list.len(),
+        clusters_occluded: draw_list.len() - set_up,
+        triangles_set_up: chunks.iter().map(|chunk| chunk.raster.len()).sum(),
+    }
 }
 
-fn transform_vertices<P: Projection>(projection: &P, planes: &[[f32; 4]; 5], mesh: &TriangleMesh) -> Vec<ViewVertex> {
+/// Transforms the vertices of the objects in `slots` (indices into `visible_objects`) that have none yet.
+fn transform_objects<P: Projection>(
+    scene: &RenderScene,
+    projection: &P,
+    planes: &[[f32; 4]; 5],
+    visible_objects: &[usize],
+    slots: &[usize],
+    vertices: &mut [Option<Vec<ViewVertex>>],
+) {
+    let transformed: Vec<(usize, Vec<ViewVertex>)> = slots
+        .par_iter()
+        .map(|&slot| {
+            (slot, transform_vertices(projection, planes, &scene.objects[visible_objects[slot]].mesh))
+        })
+        .collect();
+    for (slot, view_vertices) in transformed {
+        vertices[slot] = Some(view_vertices);
+    }
+}
+
+/// Sets up the triangles `range` of an object into a chunk.
+fn setup_chunk<'a, P: Projection>(
+    scene: &'a RenderScene,
+    projection: &P,
+    object: usize,
+    vertices: &[ViewVertex],
+    lighting: &Lighting,
+    range: Range<usize>,
+) -> Chunk<'a> {
+    // Reserved up front: growing by doubling would copy the records several times.
+    let mut chunk = Chunk {
+        raster: Vec::with_capacity(range.len()),
+        shade: Vec::with_capacity(range.len()),
+        rows: [i32::MAX, -1],
+    };
+    SetupContext { scene, object, vertices, lighting }.setup_triangles(projection, range, &mut chunk);
+    chunk
+}
+
+/// Pixel columns per block of the coarse depth buffer used for occlusion culling; blocks are one band tall.
+const HIZ_BLOCK_WIDTH: usize = 16;
+
+/// Relative margin of the occlusion test: a box is hidden only if the occluders are nearer by more than
+/// this, which absorbs the f32 rounding of projected box corners and of depth keys.
+const HIZ_MARGIN: f32 = 1e-4;
+
+/// The farthest depth of the occluders in each block of the screen, as the key order of
+/// [`depth_entry`] (0 where a pixel shows nothing): anything whose nearest point is farther than that
+/// everywhere it projects is hidden.
+struct HiZ {
+    farthest: Vec<u32>,
+    block_columns: usize,
+    band_rows: usize,
+    band_count: usize,
+    width: usize,
+    height: usize,
+}
+
+impl HiZ {
+    /// Whether a world box is certainly hidden behind the occluders.
+    fn hides<P: Projection>(&self, projection: &P, bounds: &Aabb) -> bool {
+        let transform = projection.transform();
+        let near = projection.near();
+        let (mut min_x, mut min_y, mut max_x, mut max_y) =
+            (f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY);
+        let mut nearest_key = f32::NEG_INFINITY;
+        for i in 0..8 {
+            let corner = [0, 1, 2].map(|k| if i >> k & 1 == 1 { bounds.max[k] } else { bounds.min[k] });
+            let view = transform.apply(corner);
+            // A box reaching in front of the near plane (or above a top-down cut) is not tested.
+            if !(view[2] >= near) {
+                return false;
+            }
+            let [x, y] = projection.screen(view);
+            (min_x, min_y, max_x, max_y) = (min_x.min(x), min_y.min(y), max_x.max(x), max_y.max(y));
+            nearest_key = nearest_key.max(projection.key_of(view));
+        }
+        if !(min_x.is_finite() && min_y.is_finite() && max_x.is_finite() && max_y.is_finite()) {
+            return false;
+        }
+        // Pixel centres the box can cover, with a pixel of margin, clamped to the image.
+        let column =
+            |x: f32| (x.clamp(-2.0, self.width as f32 + 1.0) as i32).clamp(0, self.width as i32 - 1) as usize;
+        let row = |y: f32| {
+            (y.clamp(-2.0, self.height as f32 + 1.0) as i32).clamp(0, self.height as i32 - 1) as usize
+        };
+        let (x0, x1) = (column(min_x - 1.0), column(max_x + 1.0));
+        let (y0, y1) = (row(min_y - 1.0), row(max_y + 1.0));
+        let threshold = entry_key_order(depth_entry(nearest_key + HIZ_MARGIN * nearest_key.abs(), 0));
+        for band in (y0 / self.band_rows)..=(y1 / self.band_rows).min(self.band_count - 1) {
+            let blocks = &self.farthest[band * self.block_columns..(band + 1) * self.block_columns];
+            for &farthest in &blocks[x0 / HIZ_BLOCK_WIDTH..=x1 / HIZ_BLOCK_WIDTH] {
+                if farthest <= threshold {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The set-up triangles of one cluster: a raster and a shade record per screen triangle.
+struct Chunk<'a> {
+    raster: Vec<RasterTriangle>,
+    shade: Vec<ShadeTriangle<'a>>,
+    /// Inclusive range of pixel rows covered by the triangles' bounding boxes (empty: `[i32::MAX, -1]`).
+    rows: [i32; 2],
+}
+
+impl Chunk<'_> {
+    fn empty() -> Self {
+        Self { raster: Vec::new(), shade: Vec::new(), rows: [i32::MAX, -1] }
+    }
+
+    fn overlaps(&self, rows: &BandRows) -> bool {
+        self.rows[0] < rows.y1 as i32 && self.rows[1] >= rows.y0 as i32
+    }
+}
+
+/// Bits of a triangle id that index within its chunk: a cluster's triangles give at most two screen
+/// triangles each.
+const CHUNK_BITS: u32 = (2 * CLUSTER_TRIANGLES).next_power_of_two().trailing_zeros();
+
+/// Chunks that ids can address (the all-ones id is [`NO_TRIANGLE`]).
+const MAX_CHUNKS: usize = (u32::MAX >> CHUNK_BITS) as usize;
+
+fn triangle_id(chunk: usize, position: usize) -> u32 {
+    ((chunk as u32) << CHUNK_BITS) | position as u32
+}
+
+fn split_id(id: u32) -> (usize, usize) {
+    ((id >> CHUNK_BITS) as usize, (id & ((1 << CHUNK_BITS) - 1)) as usize)
+}
+
+#[inline]
+fn chunk_shade<'c, 'a>(chunks: &'c [Chunk<'a>], id: u32) -> Option<&'c ShadeTriangle<'a>> {
+    if id == NO_TRIANGLE {
+        return None;
+    }
+    let (chunk, position) = split_id(id);
+    chunks.get(chunk)?.shade.get(position)
+}
+
+fn transform_vertices<P: Projection>(
+    projection: &P,
+    planes: &[[f32; 4]; 5],
+    mesh: &TriangleMesh,
+) -> Vec<ViewVertex> {
     let transform = projection.transform();
     let near = projection.near();
     mesh.positions
@@ -837,22 +1252,18 @@ struct SetupContext<'a, 'v> {
 impl<'a> SetupContext<'a, '_> {
     /// Clips, projects and sets up the triangles `range` of the object, appending one raster and one shade
     /// record per screen triangle (a triangle clipped by the near plane may give two).
-    fn setup_triangles<P: Projection>(
-        &self,
-        projection: &P,
-        range: Range<usize>,
-        raster: &mut Vec<RasterTriangle>,
-        shade: &mut Vec<ShadeTriangle<'a>>,
-    ) {
+    fn setup_triangles<P: Projection>(&self, projection: &P, range: Range<usize>, chunk: &mut Chunk<'a>) {
         let mesh = &self.scene.objects[self.object].mesh;
         let (width, height) = projection.size();
         let size = (width as i32, height as i32);
         let near = projection.near();
         for t in range {
             let Some(&[i0, i1, i2]) = mesh.triangles.get(t) else { continue };
-            let (Some(v0), Some(v1), Some(v2)) =
-                (self.vertices.get(i0 as usize), self.vertices.get(i1 as usize), self.vertices.get(i2 as usize))
-            else {
+            let (Some(v0), Some(v1), Some(v2)) = (
+                self.vertices.get(i0 as usize),
+                self.vertices.get(i1 as usize),
+                self.vertices.get(i2 as usize),
+            ) else {
                 continue;
             };
             if v0.outcode & v1.outcode & v2.outcode != 0 {
@@ -861,16 +1272,17 @@ impl<'a> SetupContext<'a, '_> {
             let corners = [v0, v1, v2];
             // Shading and the depth plane are computed once per mesh triangle, when a piece first survives.
             let mut look: Option<Option<([f32; 3], ShadeTriangle<'a>)>> = None;
-            let mut emit = |edges: RasterTriangle, raster: &mut Vec<RasterTriangle>, shade: &mut Vec<_>| {
-                let prepared = look.get_or_insert_with(|| self.shade_triangle(projection, t, [i0, i1, i2]));
+            let mut emit = |edges: RasterTriangle, chunk: &mut Chunk<'a>| {
+                let prepared = look.get_or_insert_with(|| self.shade_triangle(projection, t, v0.view));
                 if let Some((key, shade_triangle)) = prepared {
-                    raster.push(RasterTriangle { key: *key, ..edges });
-                    shade.push(*shade_triangle);
+                    chunk.rows = [chunk.rows[0].min(edges.bbox[1]), chunk.rows[1].max(edges.bbox[3])];
+                    chunk.raster.push(RasterTriangle { key: *key, ..edges });
+                    chunk.shade.push(*shade_triangle);
                 }
             };
             if (v0.outcode | v1.outcode | v2.outcode) & NEAR_BIT == 0 {
                 if let Some(edges) = edge_setup([v0.screen, v1.screen, v2.screen], size) {
-                    emit(edges, raster, shade);
+                    emit(edges, chunk);
                 }
                 continue;
             }
@@ -900,52 +1312,46 @@ impl<'a> SetupContext<'a, '_> {
             }
             for k in 1..count.saturating_sub(1) {
                 if let Some(edges) = edge_setup([polygon[0], polygon[k], polygon[k + 1]], size) {
-                    emit(edges, raster, shade);
+                    emit(edges, chunk);
                 }
             }
         }
     }
 
-    /// The depth key plane and the shading record of mesh triangle `t`; `None` for a degenerate triangle.
+    /// The depth key plane and the shading record of mesh triangle `t` (`first_vertex` is its first
+    /// vertex in view space); `None` for a degenerate triangle.
     fn shade_triangle<P: Projection>(
         &self,
         projection: &P,
         t: usize,
-        indices: [u32; 3],
+        first_vertex: [f32; 3],
     ) -> Option<([f32; 3], ShadeTriangle<'a>)> {
         let object = &self.scene.objects[self.object];
+        let prepared = &self.scene.prepared[self.object];
         let mesh = &object.mesh;
-        // The plane is taken from the world positions in f64, not from the f32 view-space vertices: the
-        // rounding of an f32 rotation tilts planes by ~1e-7 rad, which at grazing angles moves depth by
-        // a tenth of a millimetre.
         let transform = projection.transform();
-        let mut p = [Vector3::zeros(); 3];
-        for (view, &index) in p.iter_mut().zip(&indices) {
-            let world = Vector3::from(mesh.positions.get(index as usize)?.map(f64::from));
-            *view = transform.m64 * (world - transform.origin64);
-        }
-        let e1 = p[1] - p[0];
-        let e2 = p[2] - p[0];
-        let normal = e1.cross(&e2);
-        let normal_length = normal.norm();
-        if !(normal_length > 0.0 && normal_length.is_finite()) {
+        // The plane comes from the world positions in f64 (prepared once), not from the f32 view-space
+        // vertices: an f32 rotation tilts planes by ~1e-7 rad, which at grazing angles moves depth by a
+        // tenth of a millimetre.
+        let [nx, ny, nz, d_world] = *prepared.planes.get(t)?;
+        let normal_world = Vector3::new(nx, ny, nz);
+        if normal_world == Vector3::zeros() {
             return None;
         }
-        let key = projection.key_plane(normal, normal.dot(&p[0]))?;
+        let normal = transform.m64 * normal_world;
+        let key = projection.key_plane(normal, d_world - normal_world.dot(&transform.origin64))?;
         if !key.iter().all(|k| k.is_finite()) {
             return None;
         }
 
-        let unit_normal = normal / normal_length;
-        let centroid = (p[0] + p[1] + p[2]) / 3.0;
         let lighting = self.lighting;
         let light = lighting.ambient
-            + unit_normal.dot(&lighting.sun_view).abs()
-            + lighting.headlight * unit_normal.dot(&projection.view_direction(centroid)).abs();
+            + normal.dot(&lighting.sun_view).abs()
+            + lighting.headlight * projection.headlight_cosine(&normal, first_vertex);
         let brightness = lighting.gamma(light);
 
         let material_index = mesh.triangle_materials.get(t).map(|&m| usize::from(m));
-        let look = material_index.and_then(|m| self.scene.materials[self.object].get(m));
+        let look = material_index.and_then(|m| prepared.materials.get(m));
         let diffuse = look.map_or_else(|| gamma_encode(FALLBACK_DIFFUSE), |l| l.diffuse_gamma);
         let factor = diffuse.map(|c| c * brightness);
         let texture = match (look, material_index) {
@@ -954,33 +1360,40 @@ impl<'a> SetupContext<'a, '_> {
         };
         let mut uv = [[0.0f32; 3]; 2];
         if texture.is_some() {
-            let uvs = indices.map(|i| mesh.uvs.get(i as usize).copied().unwrap_or([0.0; 2]));
-            // Texture coordinates are linear over the triangle: f(v) = g·v + h with g in the triangle's
-            // plane, from the Gram system g·e1 = Δf1, g·e2 = Δf2.
-            let (a, b, c) = (e1.dot(&e1), e1.dot(&e2), e2.dot(&e2));
-            let det = a * c - b * b;
-            for (k, plane) in uv.iter_mut().enumerate() {
-                let f = uvs.map(|uv| f64::from(uv[k]));
-                let (df1, df2) = (f[1] - f[0], f[2] - f[0]);
-                let g = if det > f64::EPSILON * a * c {
-                    e1 * ((c * df1 - b * df2) / det) + e2 * ((a * df2 - b * df1) / det)
-                } else {
-                    Vector3::zeros()
-                };
-                let h = f[0] - g.dot(&p[0]);
-                *plane = projection.weighted_plane(g, h, &key).map(|v| v as f32);
+            let gradients = prepared.uv_gradients.get(t)?;
+            for (plane, [gx, gy, gz, h]) in uv.iter_mut().zip(gradients) {
+                // f = g·p + h with p = mᵀ·v + origin gives f = (m·g)·v + (g·origin + h).
+                let g_world = Vector3::new(*gx, *gy, *gz);
+                let g_view = transform.m64 * g_world;
+                let h_view = h + g_world.dot(&transform.origin64);
+                *plane = projection.weighted_plane(g_view, h_view, &key).map(|v| v as f32);
             }
         }
         let shade = ShadeTriangle {
             key,
             texture,
             uv,
-            factor,
+            factor_fixed: factor.map(|f| (f.clamp(0.0, MAX_LIGHT) * FIXED_ONE + 0.5) as u32),
             flat: factor.map(|f| (f * 255.0 + 0.5).min(255.0) as u8),
             instance: object.instance_id,
         };
         Some((key.map(|k| k as f32), shade))
     }
+}
+
+/// `x.floor()` as an integer, for `|x|` well inside the i32 range; baseline x86-64 has no rounding
+/// instruction, and the libm call was a measurable part of triangle setup.
+#[inline]
+fn floor_to_i32(x: f32) -> i32 {
+    let truncated = x as i32;
+    truncated - i32::from((truncated as f32) > x)
+}
+
+/// `x.ceil()` as an integer, for `|x|` well inside the i32 range.
+#[inline]
+fn ceil_to_i32(x: f32) -> i32 {
+    let truncated = x as i32;
+    truncated + i32::from((truncated as f32) < x)
 }
 
 /// Edge functions and pixel bounding box of a screen triangle; `None` when it covers no pixel centre. The
@@ -993,11 +1406,12 @@ fn edge_setup(s: [[f32; 2]; 3], (width, height): (i32, i32)) -> Option<RasterTri
     let max_x = s[0][0].max(s[1][0]).max(s[2][0]);
     let min_y = s[0][1].min(s[1][1]).min(s[2][1]);
     let max_y = s[0][1].max(s[1][1]).max(s[2][1]);
-    // Pixel centres are at integers: the covered columns are ceil(min_x)..=floor(max_x).
-    let x_lo = min_x.ceil().max(0.0) as i32;
-    let x_hi = max_x.floor().min((width - 1) as f32) as i32;
-    let y_lo = min_y.ceil().max(0.0) as i32;
-    let y_hi = max_y.floor().min((height - 1) as f32) as i32;
+    // Pixel centres are at integers: the covered columns are ceil(min_x)..=floor(max_x). Clamping first
+    // keeps the conversions in range.
+    let x_lo = ceil_to_i32(min_x.max(-1.0)).max(0);
+    let x_hi = floor_to_i32(max_x.min(width as f32)).min(width - 1);
+    let y_lo = ceil_to_i32(min_y.max(-1.0)).max(0);
+    let y_hi = floor_to_i32(max_y.min(height as f32)).min(height - 1);
     if x_lo > x_hi || y_lo > y_hi {
         return None;
     }
@@ -1011,7 +1425,7 @@ fn edge_setup(s: [[f32; 2]; 3], (width, height): (i32, i32)) -> Option<RasterTri
         edge_a: [0.0; 3],
         edge_b: [0.0; 3],
         edge_c: [0.0; 3],
-        threshold: [0.0; 3],
+        threshold: [0; 3],
         key: [0.0; 3],
         bbox: [x_lo, y_lo, x_hi, y_hi],
     };
@@ -1019,127 +1433,80 @@ fn edge_setup(s: [[f32; 2]; 3], (width, height): (i32, i32)) -> Option<RasterTri
         let (pi, pj) = (p[i], p[(i + 1) % 3]);
         // Differences and products of f32 values are exact in f64 and rounding is symmetric, so the
         // triangle on the other side of this edge gets exactly the negated coefficients.
-        let a = (sign * (pi[1] - pj[1])) as f32;
-        let b = (sign * (pj[0] - pi[0])) as f32;
-        let c = (sign * (pi[0] * pj[1] - pj[0] * pi[1])) as f32;
+        // Adding +0 turns -0 into +0, so that no edge value is ever -0 (see `RasterTriangle`).
+        let a = (sign * (pi[1] - pj[1])) as f32 + 0.0;
+        let b = (sign * (pj[0] - pi[0])) as f32 + 0.0;
+        let c = (sign * (pi[0] * pj[1] - pj[0] * pi[1])) as f32 + 0.0;
         triangle.edge_a[i] = a;
         triangle.edge_b[i] = b;
         triangle.edge_c[i] = c;
         // Tie rule: a pixel centred exactly on an edge belongs to the side where (a, b) points "up-left" in
         // this sense; the neighbour has (-a, -b) and excludes it.
         let owns_edge = a > 0.0 || (a == 0.0 && b > 0.0);
-        triangle.threshold[i] = if owns_edge { 0.0 } else { f32::from_bits(1) };
+        triangle.threshold[i] = if owns_edge { 0 } else { 1 };
     }
     Some(triangle)
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Tiles.
+// Bands.
 
+/// The pixel rows `y0..y1` of one band, over the full image width.
 #[derive(Clone, Copy, Debug)]
-struct TileGrid {
-    width: usize,
-    height: usize,
-    tile_size: usize,
-    columns: usize,
-    rows: usize,
-}
-
-/// Pixel range of one tile: columns `x0..x1`, rows `y0..y1`.
-#[derive(Clone, Copy, Debug)]
-struct TileRect {
-    x0: usize,
+struct BandRows {
     y0: usize,
-    x1: usize,
     y1: usize,
+    width: usize,
 }
 
-impl TileGrid {
-    fn new(width: usize, height: usize, tile_size: usize) -> Self {
-        Self { width, height, tile_size, columns: width.div_ceil(tile_size), rows: height.div_ceil(tile_size) }
-    }
-
-    fn rect(&self, column: usize, row: usize) -> TileRect {
-        let (x0, y0) = (column * self.tile_size, row * self.tile_size);
-        TileRect { x0, y0, x1: (x0 + self.tile_size).min(self.width), y1: (y0 + self.tile_size).min(self.height) }
-    }
-
-    /// Indices of the triangles overlapping each tile, in increasing order.
-    fn bin(&self, triangles: &[RasterTriangle]) -> Vec<Vec<u32>> {
-        let mut bins = vec![Vec::new(); self.columns * self.rows];
-        for (index, triangle) in triangles.iter().enumerate() {
-            let [x_lo, y_lo, x_hi, y_hi] = triangle.bbox.map(|v| v as usize);
-            let (c0, c1) = (x_lo / self.tile_size, x_hi / self.tile_size);
-            let (r0, r1) = (y_lo / self.tile_size, y_hi / self.tile_size);
-            if c0 == c1 && r0 == r1 {
-                bins[r0 * self.columns + c0].push(index as u32);
-                continue;
-            }
-            for row in r0..=r1 {
-                for column in c0..=c1 {
-                    let rect = self.rect(column, row);
-                    let x_range = (x_lo.max(rect.x0) as f32, x_hi.min(rect.x1 - 1) as f32);
-                    let y_range = (y_lo.max(rect.y0) as f32, y_hi.min(rect.y1 - 1) as f32);
-                    if triangle_misses_rect(triangle, x_range, y_range) {
-                        continue;
-                    }
-                    bins[row * self.columns + column].push(index as u32);
-                }
-            }
-        }
-        bins
-    }
+/// The rows of the frame's depth buffer that one band owns.
+struct BandView<'b> {
+    rows: BandRows,
+    entries: &'b mut [u64],
 }
 
-/// Whether some edge is negative at every pixel centre of the rectangle (conservatively: a small tolerance
-/// keeps triangles whose edge merely touches the rectangle).
-fn triangle_misses_rect(triangle: &RasterTriangle, x_range: (f32, f32), y_range: (f32, f32)) -> bool {
-    (0..3).any(|i| {
-        let (a, b, c) = (triangle.edge_a[i], triangle.edge_b[i], triangle.edge_c[i]);
-        let x = if a > 0.0 { x_range.1 } else { x_range.0 };
-        let y = if b > 0.0 { y_range.1 } else { y_range.0 };
-        let best = a * x + b * y + c;
-        let tolerance = 1e-5 * (a.abs() * x.abs() + b.abs() * y.abs() + c.abs());
-        best < -tolerance
-    })
-}
-
-/// A tile's z-buffer (depth keys) and triangle buffer, `tile_size²` each, row stride `tile_size`.
-struct TileBuffers {
-    size: usize,
-    keys: Vec<f32>,
-    triangles: Vec<u32>,
-}
-
-/// The rows of the output images that one row of tiles owns.
+/// The rows of the output images that one band owns.
 struct BandOutput<'o> {
     rgb: &'o mut [[u8; 3]],
     depth: &'o mut [f32],
     instances: &'o mut [u16],
-    width: u32,
 }
 
-impl TileBuffers {
-    fn new(size: usize) -> Self {
-        Self { size, keys: vec![f32::NEG_INFINITY; size * size], triangles: vec![NO_TRIANGLE; size * size] }
+impl BandView<'_> {
+    /// Rasterises the triangles of chunk `chunk_index` that overlap the band.
+    fn rasterise_chunk(&mut self, chunk: &Chunk<'_>, chunk_index: usize) {
+        if !chunk.overlaps(&self.rows) {
+            return;
+        }
+        for (position, triangle) in chunk.raster.iter().enumerate() {
+            self.rasterise(triangle, triangle_id(chunk_index, position));
+        }
     }
 
-    fn clear(&mut self) {
-        self.keys.fill(f32::NEG_INFINITY);
-        self.triangles.fill(NO_TRIANGLE);
+    /// The farthest key order in each block of [`HIZ_BLOCK_WIDTH`] columns of the band.
+    fn block_farthest_keys(&self) -> Vec<u32> {
+        let width = self.rows.width;
+        let mut farthest = vec![u32::MAX; width.div_ceil(HIZ_BLOCK_WIDTH)];
+        for row in self.entries.chunks_exact(width) {
+            for (block, entries) in farthest.iter_mut().zip(row.chunks(HIZ_BLOCK_WIDTH)) {
+                *block = entries.iter().fold(*block, |a, &b| a.min(entry_key_order(b)));
+            }
+        }
+        farthest
     }
 
-    /// Depth-tests triangle `index` at the pixel centres of the tile it covers. Coverage and the key are
+    /// Depth-tests triangle `index` at the pixel centres it covers in the band. Coverage and the key are
     /// evaluated directly at each pixel (row value plus `a·x`), never accumulated, so that values are exact
-    /// to one rounding and independent of where a tile starts.
+    /// to one rounding and independent of where a band starts.
     #[inline]
-    fn rasterise(&mut self, rect: &TileRect, triangle: &RasterTriangle, index: u32) {
+    fn rasterise(&mut self, triangle: &RasterTriangle, index: u32) {
+        let rows = self.rows;
         let [x_lo, y_lo, x_hi, y_hi] = triangle.bbox;
-        let x_start = (x_lo as usize).max(rect.x0);
-        let x_end = (x_hi as usize + 1).min(rect.x1);
-        let y_start = (y_lo as usize).max(rect.y0);
-        let y_end = (y_hi as usize + 1).min(rect.y1);
-        if x_start >= x_end || y_start >= y_end {
+        // The bounding box is inside the image: x_lo ≤ x_hi < width.
+        let (x_start, x_end) = (x_lo as usize, x_hi as usize + 1);
+        let y_start = (y_lo as usize).max(rows.y0);
+        let y_end = (y_hi as usize + 1).min(rows.y1);
+        if x_start >= x_end.min(rows.width) || y_start >= y_end {
             return;
         }
         let RasterTriangle { edge_a: a, edge_b: b, edge_c: c, threshold: t, key, .. } = *triangle;
@@ -1147,87 +1514,101 @@ impl TileBuffers {
             let yf = y as f32;
             let row = [b[0] * yf + c[0], b[1] * yf + c[1], b[2] * yf + c[2]];
             let key_row = key[1] * yf + key[2];
-            // Narrow the span to where every edge can be non-negative (one pixel of slack each side; the
-            // exact test below decides).
-            let (mut span_lo, mut span_hi) = (x_start as f32, (x_end - 1) as f32);
-            for i in 0..3 {
-                if a[i] > 0.0 {
-                    span_lo = span_lo.max((-row[i] / a[i]).floor() - 1.0);
-                } else if a[i] < 0.0 {
-                    span_hi = span_hi.min((-row[i] / a[i]).ceil() + 1.0);
-                } else if row[i] < t[i] {
-                    span_hi = -1.0;
+            let (lo, hi) = if x_end - x_start > SPAN_NARROWING_MIN_WIDTH {
+                // Narrow the span to where every edge can be non-negative; two pixels of slack on each
+                // side absorb the rounding of the division and of the truncation, the exact test decides.
+                let (mut lo, mut hi) = (x_start as i32, x_end as i32 - 1);
+                let limit = x_end as f32 + 4.0;
+                for i in 0..3 {
+                    if a[i] != 0.0 {
+                        let crossing = (-row[i] / a[i]).clamp(-4.0, limit) as i32;
+                        if a[i] > 0.0 { lo = lo.max(crossing - 2) } else { hi = hi.min(crossing + 2) }
+                    } else if (row[i].to_bits() as i32) < t[i] {
+                        hi = -1;
+                    }
                 }
-            }
-            if !(span_lo <= span_hi) {
-                continue;
-            }
-            let (lo, hi) = (span_lo as usize, span_hi as usize + 1);
-            let start = (y - rect.y0) * self.size + (lo - rect.x0);
-            let end = start + (hi - lo);
-            let keys = &mut self.keys[start..end];
-            let triangles = &mut self.triangles[start..end];
+                if lo > hi {
+                    continue;
+                }
+                (lo as usize, hi as usize + 1)
+            } else {
+                (x_start, x_end)
+            };
+            // Branch-free: a conditional store would cost a mispredicted branch per pixel edge.
+            let start = (y - rows.y0) * rows.width + lo;
+            let entries = &mut self.entries[start..start + (hi - lo)];
             let mut xf = lo as f32;
-            for (stored_key, stored_triangle) in keys.iter_mut().zip(triangles.iter_mut()) {
+            for stored in entries.iter_mut() {
                 let e0 = row[0] + a[0] * xf;
                 let e1 = row[1] + a[1] * xf;
                 let e2 = row[2] + a[2] * xf;
-                let k = key_row + key[0] * xf;
-                let hit = (e0 >= t[0]) & (e1 >= t[1]) & (e2 >= t[2]) & (k > *stored_key);
-                *stored_key = if hit { k } else { *stored_key };
-                *stored_triangle = if hit { index } else { *stored_triangle };
+                // Inside when every `bits(e) - threshold` is non-negative, i.e. their OR is.
+                let inside = ((e0.to_bits() as i32) - t[0])
+                    | ((e1.to_bits() as i32) - t[1])
+                    | ((e2.to_bits() as i32) - t[2]);
+                let outside_mask = i64::from(inside >> 31) as u64;
+                let candidate = depth_entry(key_row + key[0] * xf, index) & !outside_mask;
+                *stored = (*stored).max(candidate);
                 xf += 1.0;
             }
         }
     }
 
-    /// Shades the tile's pixels into the band's output rows.
-    fn shade<P: Projection>(
-        &self,
-        rect: &TileRect,
-        shade: &[ShadeTriangle<'_>],
-        background: [u8; 3],
-        output: BandOutput<'_>,
-    ) {
-        let width = output.width as usize;
-        for y in rect.y0..rect.y1 {
-            let tile_row = (y - rect.y0) * self.size;
-            let out_row = (y - rect.y0) * width;
+    /// Shades the band's pixels into its output rows, one run of pixels showing the same triangle at a
+    /// time, so that the per-triangle values stay in registers and the depth loop vectorises.
+    fn shade<P: Projection>(&self, chunks: &[Chunk<'_>], background: [u8; 3], output: BandOutput<'_>) {
+        let rows = self.rows;
+        let width = rows.width;
+        for y in rows.y0..rows.y1 {
+            let buffer_row = (y - rows.y0) * width;
+            let out_row = (y - rows.y0) * width;
+            let entries = &self.entries[buffer_row..buffer_row + width];
+            let rgb = &mut output.rgb[out_row..out_row + width];
+            let depth = &mut output.depth[out_row..out_row + width];
+            let instances = &mut output.instances[out_row..out_row + width];
             let yf = y as f32;
-            for x in rect.x0..rect.x1 {
-                let local = tile_row + x - rect.x0;
-                let out = out_row + x;
-                let Some(triangle) = shade.get(self.triangles[local] as usize) else {
-                    output.rgb[out] = background;
-                    output.depth[out] = 0.0;
-                    output.instances[out] = 0;
+            let mut x = 0;
+            while x < width {
+                let id = entry_id(entries[x]);
+                let end =
+                    x + entries[x..].iter().position(|&other| entry_id(other) != id).unwrap_or(width - x);
+                let Some(triangle) = chunk_shade(chunks, id) else {
+                    rgb[x..end].fill(background);
+                    depth[x..end].fill(0.0);
+                    instances[x..end].fill(0);
+                    x = end;
                     continue;
                 };
-                let key = self.keys[local];
+                instances[x..end].fill(triangle.instance);
+                // The key is evaluated in f64 (no cancellation), the reciprocal in f32 (1e-7 relative).
                 let [ka, kb, kc] = triangle.key;
-                let exact_key = ka * x as f64 + kb * f64::from(yf) + kc;
-                output.depth[out] = if P::PERSPECTIVE { 1.0 / exact_key } else { exact_key } as f32;
-                output.instances[out] = triangle.instance;
-                output.rgb[out] = match triangle.texture {
-                    None => triangle.flat,
+                let key_row = kb * f64::from(yf) + kc;
+                let first = x as i32;
+                for (i, d) in depth[x..end].iter_mut().enumerate() {
+                    let key = (ka * f64::from(first + i as i32) + key_row) as f32;
+                    *d = if P::PERSPECTIVE { 1.0 / key } else { key };
+                }
+                match triangle.texture {
+                    None => rgb[x..end].fill(triangle.flat),
                     Some(texture) => {
-                        let xf = x as f32;
                         let [pu, pv] = triangle.uv;
-                        let mut u = pu[0] * xf + pu[1] * yf + pu[2];
-                        let mut v = pv[0] * xf + pv[1] * yf + pv[2];
-                        if P::PERSPECTIVE {
-                            u /= key;
-                            v /= key;
+                        let (u_row, v_row) = (pu[1] * yf + pu[2], pv[1] * yf + pv[2]);
+                        let f = triangle.factor_fixed;
+                        for (i, (colour, &z)) in rgb[x..end].iter_mut().zip(&depth[x..end]).enumerate() {
+                            let xf = (first + i as i32) as f32;
+                            let (mut u, mut v) = (u_row + pu[0] * xf, v_row + pv[0] * xf);
+                            if P::PERSPECTIVE {
+                                u *= z;
+                                v *= z;
+                            }
+                            let texel = texture.sample(u, v);
+                            *colour = [0, 1, 2].map(|c| {
+                                ((u32::from(texel[c]) * f[c] + FIXED_HALF) >> FIXED_BITS).min(255) as u8
+                            });
                         }
-                        let texel = texture.sample(u, v);
-                        let f = triangle.factor;
-                        [
-                            (f32::from(texel[0]) * f[0] + 0.5).min(255.0) as u8,
-                            (f32::from(texel[1]) * f[1] + 0.5).min(255.0) as u8,
-                            (f32::from(texel[2]) * f[2] + 0.5).min(255.0) as u8,
-                        ]
                     }
-                };
+                }
+                x = end;
             }
         }
     }
@@ -1297,6 +1678,14 @@ mod tests {
         }
     }
 
+    fn render_stats(scene: &RenderScene, camera: &PinholeCamera, pose: &Pose3) -> RenderStats {
+        let mut frame = Frame::empty(camera.width, camera.height, [0; 3]);
+        let near_m = RenderOptions::default().near_m;
+        Perspective::new(camera, pose, near_m)
+            .map(|projection| render_with(scene, &projection, &RenderOptions::default(), &mut frame))
+            .unwrap_or_default()
+    }
+
     fn object(mesh: TriangleMesh, instance_id: u16) -> RenderObject {
         RenderObject { mesh: Arc::new(mesh), instance_id }
     }
@@ -1319,12 +1708,21 @@ mod tests {
     /// clipped by the near plane).
     fn check_wall_depth(distance: f32, yaw_deg: f64, pitch_deg: f64, near_m: f32) -> (usize, usize) {
         let half = 20.0;
-        let wall = grid([distance, -half, -half], [0.0, 2.0 * half, 0.0], [0.0, 0.0, 2.0 * half], 32, plain([0.8; 3]), |_| {
-            [0.0; 2]
-        });
+        let wall = grid(
+            [distance, -half, -half],
+            [0.0, 2.0 * half, 0.0],
+            [0.0, 0.0, 2.0 * half],
+            32,
+            plain([0.8; 3]),
+            |_| [0.0; 2],
+        );
         let scene = RenderScene::new(vec![object(wall, 0)]);
         let camera = PinholeCamera::gst_benchmark();
-        let pose = Pose3::world_from_camera_yaw_pitch(Vector3::zeros(), yaw_deg.to_radians(), pitch_deg.to_radians());
+        let pose = Pose3::world_from_camera_yaw_pitch(
+            Vector3::zeros(),
+            yaw_deg.to_radians(),
+            pitch_deg.to_radians(),
+        );
         let options = RenderOptions { near_m, ..RenderOptions::default() };
         let frame = render(&scene, &camera, &pose, &options);
         let (mut on_wall, mut clipped) = (0, 0);
@@ -1380,7 +1778,8 @@ mod tests {
     #[test]
     fn box_corners_land_on_the_box() {
         let (min, max) = ([2.0, -0.5, 0.2], [3.0, 0.6, 1.1]);
-        let floor = grid([-5.0, -5.0, 0.0], [10.0, 0.0, 0.0], [0.0, 10.0, 0.0], 4, plain([0.5; 3]), |_| [0.0; 2]);
+        let floor =
+            grid([-5.0, -5.0, 0.0], [10.0, 0.0, 0.0], [0.0, 10.0, 0.0], 4, plain([0.5; 3]), |_| [0.0; 2]);
         let scene = RenderScene::new(vec![object(floor, 0), object(axis_box(min, max, [0.7, 0.2, 0.2]), 5)]);
         let camera = PinholeCamera::gst_benchmark();
         for (position, yaw, pitch) in [([0.0, 0.0, 1.2], 0.1, -0.2), ([0.5, 1.5, 1.6], -0.6, -0.3)] {
@@ -1389,7 +1788,8 @@ mod tests {
             let camera_from_world = pose.inverse();
             let centre = Point3::from([0, 1, 2].map(|k| f64::from(min[k] + max[k]) / 2.0));
             for i in 0..8 {
-                let corner = Point3::from([0, 1, 2].map(|k| f64::from(if i >> k & 1 == 1 { max[k] } else { min[k] })));
+                let corner =
+                    Point3::from([0, 1, 2].map(|k| f64::from(if i >> k & 1 == 1 { max[k] } else { min[k] })));
                 let pulled = centre + (corner - centre) * 0.9;
                 let Some(pixel) = camera.project(&camera_from_world.transform_point(&pulled)) else {
                     panic!("corner {i} is behind the camera");
@@ -1473,8 +1873,11 @@ mod tests {
     fn test_room() -> RenderScene {
         let mut wall_material = plain([0.9, 0.85, 0.8]);
         wall_material.texture = Some(checker_texture());
-        let floor = grid([0.0, 0.0, 0.0], [5.0, 0.0, 0.0], [0.0, 4.0, 0.0], 6, wall_material.clone(), |p| [p[0], p[1]]);
-        let ceiling = grid([0.0, 0.0, 2.5], [5.0, 0.0, 0.0], [0.0, 4.0, 0.0], 3, plain([0.9; 3]), |_| [0.0; 2]);
+        let floor = grid([0.0, 0.0, 0.0], [5.0, 0.0, 0.0], [0.0, 4.0, 0.0], 6, wall_material.clone(), |p| {
+            [p[0], p[1]]
+        });
+        let ceiling =
+            grid([0.0, 0.0, 2.5], [5.0, 0.0, 0.0], [0.0, 4.0, 0.0], 3, plain([0.9; 3]), |_| [0.0; 2]);
         let mut objects = vec![object(floor, 0), object(ceiling, 0)];
         let walls = [
             ([0.0, 0.0, 0.0], [5.0, 0.0, 0.0]),
@@ -1483,7 +1886,8 @@ mod tests {
             ([0.0, 4.0, 0.0], [0.0, -4.0, 0.0]),
         ];
         for (origin, along) in walls {
-            let wall = grid(origin, along, [0.0, 0.0, 2.5], 5, wall_material.clone(), |p| [p[0] + p[1], p[2]]);
+            let wall =
+                grid(origin, along, [0.0, 0.0, 2.5], 5, wall_material.clone(), |p| [p[0] + p[1], p[2]]);
             objects.push(object(wall, 0));
         }
         objects.push(object(axis_box([1.0, 1.0, 0.0], [1.8, 1.6, 0.9], [0.6, 0.3, 0.1]), 1));
@@ -1508,7 +1912,11 @@ mod tests {
             assert_eq!(reference, render(&scene, &camera, pose, &options));
             for threads in [1, 2, 3] {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-                assert_eq!(reference, pool.install(|| render(&scene, &camera, pose, &options)), "{threads} threads");
+                assert_eq!(
+                    reference,
+                    pool.install(|| render(&scene, &camera, pose, &options)),
+                    "{threads} threads"
+                );
             }
             for tile_size in [8, 16, 64] {
                 let options = RenderOptions { tile_size, ..RenderOptions::default() };
@@ -1523,13 +1931,70 @@ mod tests {
     }
 
     #[test]
+    fn occlusion_culling_does_not_change_the_image() -> TestResult {
+        // The room's structure (instance 0) occludes boxes in the "next room"; a decal lies exactly on a wall
+        // and comes first in the object list, so it must win the depth ties against the wall.
+        let decal =
+            grid([5.0, 1.0, 0.5], [0.0, 1.5, 0.0], [0.0, 0.0, 1.0], 2, plain([0.9, 0.1, 0.9]), |_| [0.0; 2]);
+        let mut objects = vec![object(decal, 7)];
+        objects.extend(test_room().objects().iter().cloned());
+        for (i, x) in [6.0f32, 7.5, 9.0].into_iter().enumerate() {
+            objects
+                .push(object(axis_box([x, 0.5, 0.0], [x + 0.8, 3.5, 2.0], [0.3, 0.6, 0.9]), 20 + i as u16));
+        }
+        let culled = RenderScene::new(objects.clone());
+        // The same scene with the structure renamed: no occluders, so nothing is culled.
+        let renamed: Vec<RenderObject> = objects
+            .into_iter()
+            .map(|o| RenderObject { instance_id: if o.instance_id == 0 { 99 } else { o.instance_id }, ..o })
+            .collect();
+        let unculled = RenderScene::new(renamed);
+        let camera = PinholeCamera::gst_benchmark();
+        for (i, pose) in [
+            Pose3::world_from_camera_yaw_pitch(Vector3::new(0.5, 2.0, 1.4), 0.0, -0.1),
+            Pose3::world_from_camera_yaw_pitch(Vector3::new(1.0, 0.5, 1.6), 0.5, -0.3),
+            // Outside the room, looking at it: the far boxes are in front of the structure there.
+            Pose3::world_from_camera_yaw_pitch(Vector3::new(12.0, 2.0, 1.5), std::f64::consts::PI, 0.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let a = render(&culled, &camera, &pose, &RenderOptions::default());
+            let stats = render_stats(&culled, &camera, &pose);
+            // The culling test is conservative (a box's nearest corner against the farthest occluder depth
+            // in every block it may cover): from the second pose, only some of the boxes are culled.
+            let expected_culled = [3, 1, 0][i];
+            assert!(stats.clusters_occluded >= expected_culled, "pose {i}: {stats:?}");
+            let mut b = render(&unculled, &camera, &pose, &RenderOptions::default());
+            for id in b.instances.data_mut() {
+                if *id == 99 {
+                    *id = 0;
+                }
+            }
+            assert_eq!(a, b, "pose {i}");
+            if i == 0 {
+                let decal_pixels = a.instances.data().iter().filter(|&&id| id == 7).count();
+                assert!(decal_pixels > 1000, "the decal wins its ties with the wall: {decal_pixels} pixels");
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
     fn topdown_shows_box_rectangle_and_cuts_the_ceiling() {
         let floor = grid([0.0, 0.0, 0.0], [4.0, 0.0, 0.0], [0.0, 4.0, 0.0], 4, plain([0.5; 3]), |_| [0.0; 2]);
-        let ceiling = grid([0.0, 0.0, 2.5], [4.0, 0.0, 0.0], [0.0, 4.0, 0.0], 2, plain([0.9; 3]), |_| [0.0; 2]);
+        let ceiling =
+            grid([0.0, 0.0, 2.5], [4.0, 0.0, 0.0], [0.0, 4.0, 0.0], 2, plain([0.9; 3]), |_| [0.0; 2]);
         let table = axis_box([1.0, 1.0, 0.0], [2.0, 1.5, 0.8], [0.6, 0.4, 0.2]);
         let scene = RenderScene::new(vec![object(floor, 0), object(ceiling, 9), object(table, 3)]);
-        let view =
-            OrthoView { min_x_m: 0.0, max_y_m: 4.0, metres_per_pixel: 0.02, width: 200, height: 200, max_z_m: 2.0 };
+        let view = OrthoView {
+            min_x_m: 0.0,
+            max_y_m: 4.0,
+            metres_per_pixel: 0.02,
+            width: 200,
+            height: 200,
+            max_z_m: 2.0,
+        };
         let frame = render_topdown(&scene, &view, &RenderOptions::default());
         // x in [1, 2] covers pixel centres 50..=99; y in [1, 1.5] covers rows 125..=149 (+y is up).
         for row in 0..200 {
@@ -1552,11 +2017,46 @@ mod tests {
     }
 
     #[test]
+    fn texture_sampling_matches_the_reference_formula() {
+        // `Texture::sample` avoids libm and saturating conversions for speed; it must pick the same texels
+        // as the straightforward formula everywhere, including negative, huge and non-finite coordinates.
+        let texture = Texture {
+            width: 5,
+            height: 3,
+            texels: (0..15u8).map(|i| [i, i.wrapping_mul(7), 255 - i]).collect(),
+        };
+        let reference = |u: f32, v: f32| {
+            let x = (u - u.floor()) * 5.0;
+            let y = (1.0 - (v - v.floor())) * 3.0;
+            let (xi, yi) = ((x as u32).min(4), (y as u32).min(2));
+            texture.texels[(yi * 5 + xi) as usize]
+        };
+        let mut values = vec![0.0, -0.0, 1.0, -1.0, 0.2, -0.2, 0.9999999, -1e-10, 1e-10, 123.456, -987.25];
+        values.extend([
+            8_388_607.5,
+            -8_388_607.5,
+            1e9,
+            -1e9,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ]);
+        values.extend((0..2000).map(|i| (i as f32 - 1000.0) * 0.0137));
+        for &u in &values {
+            for &v in values.iter().step_by(7) {
+                assert_eq!(texture.sample(u, v), reference(u, v), "u={u} v={v}");
+            }
+        }
+    }
+
+    #[test]
     fn empty_and_malformed_input_does_not_panic() {
         let mut broken = axis_box([1.0, -0.5, -0.5], [2.0, 0.5, 0.5], [0.5; 3]);
         broken.triangles.push([0, 1, 99]);
         broken.triangle_materials.truncate(3);
-        broken.materials[0].texture = Some(Arc::new(Texture { width: 4, height: 4, texels: vec![[1, 2, 3]] }));
+        broken.materials[0].texture =
+            Some(Arc::new(Texture { width: 4, height: 4, texels: vec![[1, 2, 3]] }));
         let scene = RenderScene::new(vec![object(broken, 1), object(TriangleMesh::default(), 2)]);
         assert_eq!(scene.triangle_count(), 13);
         let camera = PinholeCamera::gst_benchmark();

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use gst_core::RoomType;
 
+use crate::SimError;
 use crate::furnish::{FurnishConfig, SceneInstance, furnish};
 use crate::library::FurnitureLibrary;
 use crate::plan::{Plan, PlanConfig, generate_plan};
 use crate::textures::{SurfaceKind, SurfaceStyle};
-use crate::SimError;
 
 /// Version of the scene JSON layout; bumped on incompatible changes.
 pub const SCENE_FORMAT_VERSION: u32 = 1;
@@ -64,7 +64,11 @@ impl SceneConfig {
 }
 
 /// Generates the scene of a seed. The same seed, configuration and library give an identical scene.
-pub fn generate_scene(seed: u64, config: &SceneConfig, library: &FurnitureLibrary) -> Result<Scene, SimError> {
+pub fn generate_scene(
+    seed: u64,
+    config: &SceneConfig,
+    library: &FurnitureLibrary,
+) -> Result<Scene, SimError> {
     config.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let plan = generate_plan(&config.plan, &mut rng)?;
@@ -94,7 +98,14 @@ fn room_style(room_type: RoomType, rng: &mut impl Rng) -> RoomStyle {
     let woods = [[166, 118, 72], [196, 152, 100], [120, 82, 52], [210, 180, 140]];
     let tiles = [[220, 220, 215], [180, 190, 200], [200, 180, 160], [150, 160, 150]];
     let carpets = [[150, 110, 100], [110, 120, 150], [160, 150, 120], [120, 140, 120]];
-    let paints = [[232, 220, 196], [200, 215, 228], [214, 232, 210], [236, 214, 214], [226, 226, 210], [205, 200, 225]];
+    let paints = [
+        [232, 220, 196],
+        [200, 215, 228],
+        [214, 232, 210],
+        [236, 214, 214],
+        [226, 226, 210],
+        [205, 200, 225],
+    ];
     let wallpapers = [K::WallpaperStripes, K::WallpaperDiamonds, K::WallpaperDots];
     let (floor_kind, floor_color) = match room_type {
         RoomType::Kitchen | RoomType::Bathroom => (K::Tiles, pick(rng, &tiles)),
@@ -118,9 +129,12 @@ fn room_style(room_type: RoomType, rng: &mut impl Rng) -> RoomStyle {
 impl Scene {
     /// Reads and validates a scene file; errors name the file and the problem.
     pub fn load(path: &Path) -> Result<Self, SimError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SimError::Io { path: path.into(), source })?;
-        let scene: Scene = serde_json::from_str(&text)
-            .map_err(|e| SimError::Scene { path: path.into(), message: format!("not a valid scene document: {e}") })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| SimError::Io { path: path.into(), source })?;
+        let scene: Scene = serde_json::from_str(&text).map_err(|e| SimError::Scene {
+            path: path.into(),
+            message: format!("not a valid scene document: {e}"),
+        })?;
         scene.validate().map_err(|message| SimError::Scene { path: path.into(), message })?;
         Ok(scene)
     }
@@ -146,7 +160,12 @@ impl Scene {
             return Err(format!("{} room styles for {rooms} rooms", self.room_styles.len()));
         }
         for (k, room) in self.plan.rooms.iter().enumerate() {
-            if room.rects.is_empty() || room.rects.iter().any(|r| r.is_empty() || !r.min.iter().chain(&r.max).all(|v| v.is_finite())) {
+            if room.rects.is_empty()
+                || room
+                    .rects
+                    .iter()
+                    .any(|r| r.is_empty() || !r.min.iter().chain(&r.max).all(|v| v.is_finite()))
+            {
                 return Err(format!("room {k} has an empty or non-finite rectangle"));
             }
         }

@@ -130,9 +130,9 @@ fn texel(kind: SurfaceKind, base: [u8; 3], seed: u64, u: f32, v: f32) -> [u8; 3]
             let tone = 0.75 + 0.4 * lattice(seed, plank_id, 3);
             let grain = fractal(seed ^ 0xA5, along * 0.25, in_plank * 0.15 + plank * 0.13, 8, 4);
             let rings = ((along * 40.0 + grain * 12.0).sin() * 0.5 + 0.5).powf(3.0);
-            let knots = (fractal(seed ^ 0x5A, u, v, 16, 2) - 0.62).max(0.0) * 3.0;
+            let knots = ((fractal(seed ^ 0x5A, u, v, 16, 2) - 0.62).max(0.0) * 2.0).min(0.35);
             let mut factor = tone * (0.82 + 0.18 * rings) * (1.0 - knots);
-            if in_plank < 0.03 || in_plank > 0.97 || joint < 0.006 {
+            if !(0.03..=0.97).contains(&in_plank) || joint < 0.006 {
                 factor *= 0.35;
             }
             shade(base, factor)
@@ -147,14 +147,16 @@ fn texel(kind: SurfaceKind, base: [u8; 3], seed: u64, u: f32, v: f32) -> [u8; 3]
                 return shade(base, 0.45);
             }
             let tone = 0.82 + 0.3 * lattice(seed, tile_id.0, tile_id.1);
-            let speckle = if lattice(seed ^ 0x77, (u * 512.0) as i64, (v * 512.0) as i64) > 0.985 { 0.6 } else { 1.0 };
+            let speckle =
+                if lattice(seed ^ 0x77, (u * 512.0) as i64, (v * 512.0) as i64) > 0.985 { 0.6 } else { 1.0 };
             let marble = fractal(seed ^ 0x33, u, v, 12, 4);
             shade(base, tone * speckle * (0.85 + 0.3 * marble))
         }
         SurfaceKind::Carpet => {
             let blotch = fractal(seed, u, v, 6, 3);
             let fibre = lattice(seed ^ 0x99, (u * 512.0) as i64, (v * 512.0) as i64);
-            let weave = if ((u * 64.0).floor() as i64 + (v * 64.0).floor() as i64) % 2 == 0 { 1.0 } else { 0.85 };
+            let weave =
+                if ((u * 64.0).floor() as i64 + (v * 64.0).floor() as i64) % 2 == 0 { 1.0 } else { 0.85 };
             shade(base, (0.65 + 0.5 * blotch) * (0.8 + 0.35 * fibre) * weave)
         }
         SurfaceKind::WallpaperStripes => {
@@ -205,7 +207,7 @@ fn texel(kind: SurfaceKind, base: [u8; 3], seed: u64, u: f32, v: f32) -> [u8; 3]
         SurfaceKind::Plaster => {
             let cloud = fractal(seed, u, v, 8, 5);
             let crack = (fractal(seed ^ 0x44, u, v, 4, 2) - 0.5).abs() < 0.006;
-            shade(base, if crack { 0.8 } else { 0.9 + 0.15 * cloud })
+            shade(base, if crack { 0.86 } else { 0.9 + 0.15 * cloud })
         }
     }
 }
@@ -228,8 +230,11 @@ mod tests {
             let style = SurfaceStyle { kind, color: [180, 150, 120], seed: 5 };
             let a = style.generate();
             assert_eq!(a, style.generate(), "{kind:?} is not deterministic");
-            let grey: Vec<f32> =
-                a.texels.iter().map(|t| (f32::from(t[0]) + f32::from(t[1]) + f32::from(t[2])) / 3.0).collect();
+            let grey: Vec<f32> = a
+                .texels
+                .iter()
+                .map(|t| (f32::from(t[0]) + f32::from(t[1]) + f32::from(t[2])) / 3.0)
+                .collect();
             let mean = grey.iter().sum::<f32>() / grey.len() as f32;
             let std = (grey.iter().map(|g| (g - mean).powi(2)).sum::<f32>() / grey.len() as f32).sqrt();
             assert!(std > 8.0, "{kind:?} is too flat: std {std}");

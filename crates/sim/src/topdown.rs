@@ -62,7 +62,10 @@ impl TopdownMapping {
 
     /// Continuous pixel coordinates (u right, v down) of a world point.
     pub fn pixel_from_world(&self, world_xy: [f64; 2]) -> [f64; 2] {
-        [(world_xy[0] - self.min_x_m) / self.metres_per_pixel, (self.max_y_m - world_xy[1]) / self.metres_per_pixel]
+        [
+            (world_xy[0] - self.min_x_m) / self.metres_per_pixel,
+            (self.max_y_m - world_xy[1]) / self.metres_per_pixel,
+        ]
     }
 
     pub fn world_from_pixel(&self, pixel: [f64; 2]) -> [f64; 2] {
@@ -122,7 +125,12 @@ pub fn scene_bounds(scene: &Scene) -> Rect {
     let mut b = scene.plan.rooms[0].bounds();
     for room in &scene.plan.rooms[1..] {
         let r = room.bounds();
-        b = Rect::new(b.min[0].min(r.min[0]), b.min[1].min(r.min[1]), b.max[0].max(r.max[0]), b.max[1].max(r.max[1]));
+        b = Rect::new(
+            b.min[0].min(r.min[0]),
+            b.min[1].min(r.min[1]),
+            b.max[0].max(r.max[0]),
+            b.max[1].max(r.max[1]),
+        );
     }
     let exterior = scene.plan.walls.iter().map(|w| w.thickness_m).fold(0.0, f64::max);
     b.inflate(exterior / 2.0)
@@ -189,7 +197,9 @@ mod tests {
         let n = mapping.normalized_from_world([3.0, 5.0]);
         let w = mapping.world_from_normalized(n);
         // A normalised unit is 0.64 px wide here, so the round trip is within one bin.
-        assert!((w[0] - 3.0).abs() <= mapping.metres_per_pixel && (w[1] - 5.0).abs() <= mapping.metres_per_pixel);
+        assert!(
+            (w[0] - 3.0).abs() <= mapping.metres_per_pixel && (w[1] - 5.0).abs() <= mapping.metres_per_pixel
+        );
     }
 
     #[test]

@@ -39,7 +39,10 @@ impl FreeSpace {
         let mut free = vec![false; nx * ny];
         for j in 0..ny {
             for i in 0..nx {
-                let p = [origin[0] + (i as f64 + 0.5) * FREE_SPACE_CELL_M, origin[1] + (j as f64 + 0.5) * FREE_SPACE_CELL_M];
+                let p = [
+                    origin[0] + (i as f64 + 0.5) * FREE_SPACE_CELL_M,
+                    origin[1] + (j as f64 + 0.5) * FREE_SPACE_CELL_M,
+                ];
                 if !plan.rooms.iter().any(|r| r.contains(p)) {
                     continue;
                 }
@@ -70,7 +73,11 @@ impl FreeSpace {
     pub fn is_free(&self, p: [f64; 2]) -> bool {
         let i = ((p[0] - self.origin[0]) / FREE_SPACE_CELL_M).floor();
         let j = ((p[1] - self.origin[1]) / FREE_SPACE_CELL_M).floor();
-        i >= 0.0 && j >= 0.0 && (i as usize) < self.nx && (j as usize) < self.ny && self.free[j as usize * self.nx + i as usize]
+        i >= 0.0
+            && j >= 0.0
+            && (i as usize) < self.nx
+            && (j as usize) < self.ny
+            && self.free[j as usize * self.nx + i as usize]
     }
 
     /// Whether the straight segment between two points stays in free space (checked every half cell).
@@ -119,7 +126,8 @@ pub fn sample_room_views(scene: &Scene, free: &FreeSpace, count: usize, rng: &mu
         let p = *inside[rng.gen_range(0..inside.len())];
         // Look at the farthest corner of the room's bounds: the most of the room in view.
         let b = room.bounds();
-        let corners = [[b.min[0], b.min[1]], [b.max[0], b.min[1]], [b.max[0], b.max[1]], [b.min[0], b.max[1]]];
+        let corners =
+            [[b.min[0], b.min[1]], [b.max[0], b.min[1]], [b.max[0], b.max[1]], [b.min[0], b.max[1]]];
         let far = corners
             .iter()
             .max_by(|a, c| dist2(p, **a).total_cmp(&dist2(p, **c)))
@@ -150,7 +158,8 @@ pub fn random_walk(free: &FreeSpace, steps: usize, step_m: f64, rng: &mut impl R
         yaw += rng.gen_range(-0.3..0.3);
         let mut moved = false;
         for attempt in 0..24 {
-            let heading = yaw + if attempt == 0 { 0.0 } else { rng.gen_range(-std::f64::consts::PI..std::f64::consts::PI) };
+            let heading = yaw
+                + if attempt == 0 { 0.0 } else { rng.gen_range(-std::f64::consts::PI..std::f64::consts::PI) };
             let next = [p[0] + step_m * heading.cos(), p[1] + step_m * heading.sin()];
             if free.segment_is_free(p, next) {
                 p = next;

@@ -1,0 +1,23 @@
+use std::path::PathBuf;
+
+/// Errors of the benchmark crate: each names the file and line, or the question, that is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("cannot read predictions file {path}: {error}")]
+    ReadPredictions { path: PathBuf, error: std::io::Error },
+
+    #[error("predictions file {path}, line {line}: {message}")]
+    MalformedPrediction { path: PathBuf, line: usize, message: String },
+
+    #[error("predictions file {path}, line {line}: no question has uid {uid:?}")]
+    UnknownUid { path: PathBuf, line: usize, uid: String },
+
+    #[error("predictions file {path}, line {line}: uid {uid:?} was already predicted on line {first_line}")]
+    DuplicatePrediction { path: PathBuf, line: usize, first_line: usize, uid: String },
+
+    #[error("question uid {uid:?} appears twice among the questions to score")]
+    DuplicateQuestion { uid: String },
+
+    #[error("the paper's reference table is malformed: {message}")]
+    PaperTable { message: String },
+}

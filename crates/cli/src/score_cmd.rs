@@ -1,0 +1,50 @@
+//! `gst score`: score a model's predictions on a GST benchmark split and print the paper's table with our
+//! row beside its human, random and best-VLM rows.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use gst_bench::{PaperTable, Predictions, ScoreTables, score};
+use gst_io::{QuestionReadOptions, read_bench_questions};
+
+#[derive(Debug, clap::Args)]
+pub struct ScoreArgs {
+    /// Benchmark split: a directory with `questions/*.json`, or the question files themselves.
+    #[arg(long)]
+    pub bench: PathBuf,
+    /// Predictions as JSON lines: `{"uid": "...", "prediction": "<the model's raw output>"}`.
+    #[arg(long)]
+    pub predictions: PathBuf,
+    /// Name of our row in the tables.
+    #[arg(long, default_value = "ours")]
+    pub model: String,
+    /// Print the tables as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &ScoreArgs) -> Result<()> {
+    let paper = PaperTable::embedded()?;
+    let questions: Vec<_> = read_bench_questions(&args.bench, QuestionReadOptions::default())?
+        .into_iter()
+        .map(|file| file.question)
+        .collect();
+    let predictions = Predictions::read(&args.predictions)?;
+    let report = score(&questions, &predictions).with_context(|| {
+        format!("scoring {} against {}", args.predictions.display(), args.bench.display())
+    })?;
+    let tables = ScoreTables::new(&report, &paper, &args.model);
+    let text = if args.json {
+        let mut json = serde_json::to_string_pretty(&tables).context("serialising the tables")?;
+        json.push('\n');
+        json
+    } else {
+        tables.to_string()
+    };
+    #[allow(clippy::print_stdout)] // the command's report
+    {
+        print!("{text}");
+    }
+    Ok(())
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Keeps heavy dependencies out of the layers that must not have them (DESIGN.md, "Layering").
+# Each line: crate, then the packages that must not appear in its normal dependency tree.
+set -euo pipefail
+status=0
+check() {
+  local crate=$1; shift
+  local tree
+  tree=$(cargo tree -p "$crate" -e normal --prefix none --format '{p}' 2>/dev/null | awk '{print $1}' | sort -u)
+  for banned in "$@"; do
+    if grep -qx "$banned" <<<"$tree"; then
+      echo "layering: $crate must not depend on $banned" >&2
+      status=1
+    fi
+  done
+}
+check gst-core opencv rerun ort reqwest ureq gst-sim gst-io
+check gst-sim opencv rerun ort reqwest ureq gst-io
+check gst-io rerun ort reqwest ureq gst-sim
+[ $status -eq 0 ] && echo "layering: ok"
+exit $status
