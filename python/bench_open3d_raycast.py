@@ -27,7 +27,12 @@ def main():
     with open(os.path.join(args.dir, "poses.json")) as f:
         poses = json.load(f)
     width, height = poses["width"], poses["height"]
-    intrinsics = o3d.core.Tensor(np.array(poses["intrinsics"]), dtype=o3d.core.Dtype.Float64)
+    # gst (like OpenCV) puts pixel centres at integer coordinates; Open3D's create_rays_pinhole casts through
+    # (u + 0.5, v + 0.5). Shifting the principal point by half a pixel makes both cast the same rays.
+    k = np.array(poses["intrinsics"])
+    k[0, 2] += 0.5
+    k[1, 2] += 0.5
+    intrinsics = o3d.core.Tensor(k, dtype=o3d.core.Dtype.Float64)
     extrinsics = [o3d.core.Tensor(np.array(e), dtype=o3d.core.Dtype.Float64) for e in poses["camera_from_world"]]
 
     def depth_of(extrinsic):

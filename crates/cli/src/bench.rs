@@ -13,7 +13,7 @@ use gst_core::{PinholeCamera, Pose3};
 use gst_sim::geometry::build_render_scene;
 use gst_sim::library::FurnitureLibrary;
 use gst_sim::plan::PlanConfig;
-use gst_sim::render::{RenderOptions, RenderScene, render};
+use gst_sim::render::{Frame, RenderOptions, RenderScene, render, render_into};
 use gst_sim::scene::{SceneConfig, generate_scene};
 use gst_sim::walk::{FreeSpace, random_walk};
 
@@ -108,13 +108,16 @@ fn run_render(args: &RenderBenchArgs) -> Result<()> {
         bail!("the benchmark house has no free space for a walk");
     }
     let options = RenderOptions::default();
+    // One frame buffer reused across the walk, as a video generator does.
+    let mut frame = Frame::empty(camera.width, camera.height, options.background);
     for pose in poses.iter().take(10) {
-        std::hint::black_box(render(&render_scene, &camera, pose, &options));
+        render_into(&render_scene, &camera, pose, &options, &mut frame);
     }
     let bar = progress::bar(poses.len() as u64, "rendering");
     let started = Instant::now();
     for pose in &poses {
-        std::hint::black_box(render(&render_scene, &camera, pose, &options));
+        render_into(&render_scene, &camera, pose, &options, &mut frame);
+        std::hint::black_box(&frame);
         bar.inc(1);
     }
     let gst_seconds = started.elapsed().as_secs_f64();

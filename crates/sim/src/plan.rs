@@ -440,6 +440,9 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
         });
     }
 
+    if rooms.len() != room_count {
+        return None; // no pair to merge into an L-shaped room, or a region too small to split: draw again
+    }
     let walls = wall_segments(&rooms, config);
     let doors = place_doors(&rooms, &walls, config, rng)?;
     let windows = place_windows(&walls, &doors, config, rng);
@@ -799,6 +802,18 @@ mod tests {
             }
         }
         assert!(saw_l_room && saw_corridor && saw_loop);
+    }
+
+    #[test]
+    fn room_count_is_exactly_what_the_config_asks_for() {
+        for rooms in 3..=10 {
+            let config = PlanConfig { min_rooms: rooms, max_rooms: rooms, ..PlanConfig::default() };
+            for seed in 0..6 {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                let plan = generate_plan(&config, &mut rng).expect("default config is valid");
+                assert_eq!(plan.rooms.len(), rooms, "seed {seed}");
+            }
+        }
     }
 
     #[test]
