@@ -62,3 +62,12 @@ pub fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// Asserts that two directories hold the same files with the same bytes, naming the ones that differ.
+pub fn assert_same_files(a: &Path, b: &Path) {
+    let (fa, fb) = (files(a), files(b));
+    let names = |f: &[(String, Vec<u8>)]| f.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&fa), names(&fb), "different file lists");
+    let differing: Vec<&String> = fa.iter().zip(&fb).filter(|(x, y)| x.1 != y.1).map(|(x, _)| &x.0).collect();
+    assert!(differing.is_empty(), "files differ between {} and {}: {differing:?}", a.display(), b.display());
+}

@@ -18,6 +18,15 @@ pub enum BenchError {
     #[error("question uid {uid:?} appears twice among the questions to score")]
     DuplicateQuestion { uid: String },
 
+    #[error(transparent)]
+    Sim(#[from] gst_sim::SimError),
+
+    #[error(transparent)]
+    Io(#[from] gst_io::IoError),
+
+    #[error("benchmark generation: {0}")]
+    Generate(String),
+
     #[error("the paper's reference table is malformed: {message}")]
     PaperTable { message: String },
 }

@@ -8,11 +8,14 @@
 //! publish its own): they are chosen so that uniform random guessing lands on the paper's random row, and
 //! `tests/scoring.rs` checks that it does.
 
+pub mod draw;
 pub mod error;
 pub mod extract;
+pub mod generate;
 pub mod metrics;
 pub mod score;
 pub mod table;
+pub mod texts;
 
 pub use error::BenchError;
 pub use extract::extract;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod generate_cmd;
 mod progress;
 mod render_cmd;
 mod scene_cmd;
@@ -35,6 +36,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// The demo that `make demo` runs.
     Demo(scene_cmd::DemoArgs),
+    /// Build a GST-style benchmark: houses, exploration videos, the twelve subtasks (resumable, parallel).
+    Generate(generate_cmd::GenerateArgs),
     /// Score predictions (JSON lines of uid and raw model output) on a benchmark split: the paper's table.
     Score(score_cmd::ScoreArgs),
 }
@@ -59,6 +62,7 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render_cmd::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => scene_cmd::run_demo(&args),
+        Command::Generate(args) => generate_cmd::run(&args),
         Command::Score(args) => score_cmd::run(&args),
     };
     match result {

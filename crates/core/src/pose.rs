@@ -20,8 +20,10 @@ impl Pose3 {
         Self(Isometry3::from_parts(Translation3::from(translation), rotation))
     }
 
+    /// From a rotation matrix that is already orthonormal (det +1), such as one built from axes.
+    /// (`Rotation3::from_matrix` would re-fit it iteratively from the identity, which stalls on half turns.)
     pub fn from_rotation_matrix(translation: Vector3<f64>, rotation: &Matrix3<f64>) -> Self {
-        let rotation = Rotation3::from_matrix(rotation);
+        let rotation = Rotation3::from_matrix_unchecked(*rotation);
         Self::from_parts(translation, UnitQuaternion::from_rotation_matrix(&rotation))
     }
 
@@ -157,6 +159,28 @@ mod tests {
         let tilted = Pose3::world_from_camera_yaw_pitch(Vector3::zeros(), yaw, 0.2);
         assert!((tilted.camera_pitch() - 0.2).abs() < 1e-12);
         assert!((tilted.rotation_matrix().determinant() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn camera_poses_are_right_for_every_heading_including_half_turns() {
+        // Regression: heading -90° (axis-aligned corridors) once came back pitched straight up.
+        for yaw_deg in [-180.0f64, -135.0, -90.0, -45.0, 0.0, 45.0, 90.0, 135.0, 180.0] {
+            for pitch_deg in [-15.0f64, 0.0, 10.0] {
+                let pose = Pose3::world_from_camera_yaw_pitch(
+                    Vector3::zeros(),
+                    yaw_deg.to_radians(),
+                    pitch_deg.to_radians(),
+                );
+                let forward = pose.transform_vector(&Vector3::z());
+                let expected = Vector3::new(
+                    yaw_deg.to_radians().cos() * pitch_deg.to_radians().cos(),
+                    yaw_deg.to_radians().sin() * pitch_deg.to_radians().cos(),
+                    pitch_deg.to_radians().sin(),
+                );
+                assert!((forward - expected).norm() < 1e-9, "yaw {yaw_deg}, pitch {pitch_deg}: {forward:?}");
+                assert!((pose.transform_vector(&Vector3::x()).z).abs() < 1e-9, "roll must stay zero");
+            }
+        }
     }
 
     #[test]

@@ -14,4 +14,22 @@ pub enum IoError {
 
     #[error("cannot serialise {path}: {message}")]
     Serialize { path: PathBuf, message: String },
+
+    #[error("cannot write video {path}: {message}")]
+    VideoWrite { path: PathBuf, message: String },
+
+    #[error("cannot read video {path}: {message}")]
+    VideoRead { path: PathBuf, message: String },
+
+    /// A line of a text file (TUM lists and trajectories) that does not parse.
+    #[error("malformed {path}, line {line}: {message}")]
+    MalformedLine { path: PathBuf, line: usize, message: String },
+
+    /// A dataset (TUM RGB-D directory) whose parts are inconsistent or unusable.
+    #[error("invalid dataset {path}: {message}")]
+    InvalidDataset { path: PathBuf, message: String },
+
+    /// An error of the core types (calibration files name their file and line).
+    #[error(transparent)]
+    Core(#[from] gst_core::CoreError),
 }

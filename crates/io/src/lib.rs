@@ -6,6 +6,8 @@
 pub mod error;
 pub mod gst;
 pub mod images;
+pub mod tum;
+pub mod video;
 pub mod write;
 
 pub use error::IoError;
@@ -17,4 +19,9 @@ pub use images::{
     read_depth_png, read_gray, read_instance_png, read_rgb, write_depth_png, write_gray_png,
     write_instance_png, write_rgb_png,
 };
+pub use tum::{
+    TUM_DEFAULT_DEPTH_SCALE, TUM_MAX_DIFFERENCE_S, TumEntry, TumFrame, TumSequence, TumWriter, associate,
+    read_trajectory_tum, write_trajectory_tum,
+};
+pub use video::{VideoReader, VideoWriter, read_video};
 pub use write::{atomic_write, write_json};

@@ -77,7 +77,7 @@ pub struct FurnishConfig {
 
 impl Default for FurnishConfig {
     fn default() -> Self {
-        Self { density: 1.0, walker_radius_m: 0.25, door_clearance_m: 0.9, tries_per_item: 40 }
+        Self { density: 1.0, walker_radius_m: 0.35, door_clearance_m: 0.9, tries_per_item: 40 }
     }
 }
 

@@ -3,8 +3,11 @@
 //!
 //! Everything random takes a seeded RNG, so one seed gives byte-identical scenes and images.
 
+pub mod alter;
+pub mod annotate;
 pub mod catalog;
 pub mod error;
+pub mod explore;
 pub mod furnish;
 pub mod geometry;
 pub mod library;
@@ -17,6 +20,7 @@ pub mod render;
 pub mod scene;
 pub mod textures;
 pub mod topdown;
+pub mod views;
 pub mod walk;
 
 pub use error::SimError;

@@ -560,7 +560,7 @@ pub fn rectilinear_outline(rects: &[Rect]) -> Vec<[f64; 2]> {
 }
 
 /// Every boundary between differently labelled cells, merged into maximal straight segments.
-fn wall_segments(rooms: &[PlanRoom], config: &PlanConfig) -> Vec<WallSegment> {
+pub(crate) fn wall_segments(rooms: &[PlanRoom], config: &PlanConfig) -> Vec<WallSegment> {
     let rects: Vec<Vec<Rect>> = rooms.iter().map(|r| r.rects.clone()).collect();
     let grid = LabelGrid::new(&rects);
     let mut walls: Vec<WallSegment> = Vec::new();
@@ -627,7 +627,7 @@ fn wall_segments(rooms: &[PlanRoom], config: &PlanConfig) -> Vec<WallSegment> {
 
 /// Doors: a random spanning tree over rooms that share enough wall (corridor links first), plus extra
 /// doors that close loops.
-fn place_doors(
+pub(crate) fn place_doors(
     rooms: &[PlanRoom],
     walls: &[WallSegment],
     config: &PlanConfig,
@@ -712,7 +712,7 @@ fn place_doors(
     Some(doors)
 }
 
-fn place_windows(
+pub(crate) fn place_windows(
     walls: &[WallSegment],
     doors: &[Door],
     config: &PlanConfig,

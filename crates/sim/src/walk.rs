@@ -107,6 +107,52 @@ impl FreeSpace {
     pub fn free_fraction(&self) -> f64 {
         self.free.iter().filter(|f| **f).count() as f64 / self.free.len().max(1) as f64
     }
+
+    /// Grid size in cells: `[columns along x, rows along y]`. Cell `[i, j]` covers
+    /// `origin + [i, j] * FREE_SPACE_CELL_M` to one cell further.
+    pub fn dims(&self) -> [usize; 2] {
+        [self.nx, self.ny]
+    }
+
+    /// World xy of the grid's lower corner (the corner of cell `[0, 0]`), metres.
+    pub fn origin(&self) -> [f64; 2] {
+        self.origin
+    }
+
+    /// Whether cell `[i, j]` is free; false outside the grid.
+    pub fn is_free_cell(&self, cell: [usize; 2]) -> bool {
+        cell[0] < self.nx && cell[1] < self.ny && self.free[cell[1] * self.nx + cell[0]]
+    }
+
+    /// The cell holding a point (the same cell [`FreeSpace::is_free`] reads); `None` outside the grid.
+    pub fn cell_of(&self, p: [f64; 2]) -> Option<[usize; 2]> {
+        let i = ((p[0] - self.origin[0]) / FREE_SPACE_CELL_M).floor();
+        let j = ((p[1] - self.origin[1]) / FREE_SPACE_CELL_M).floor();
+        (i >= 0.0 && j >= 0.0 && (i as usize) < self.nx && (j as usize) < self.ny)
+            .then_some([i as usize, j as usize])
+    }
+
+    /// World xy of a cell's centre, metres.
+    pub fn cell_center(&self, cell: [usize; 2]) -> [f64; 2] {
+        [
+            self.origin[0] + (cell[0] as f64 + 0.5) * FREE_SPACE_CELL_M,
+            self.origin[1] + (cell[1] as f64 + 0.5) * FREE_SPACE_CELL_M,
+        ]
+    }
+
+    /// The centre of the free cell nearest to `p` (the first in row-major order on ties); `None` when no cell
+    /// is free.
+    pub fn nearest_free(&self, p: [f64; 2]) -> Option<[f64; 2]> {
+        let mut best: Option<([f64; 2], f64)> = None;
+        for k in (0..self.free.len()).filter(|&k| self.free[k]) {
+            let c = self.cell_center([k % self.nx, k / self.nx]);
+            let d = dist2(c, p);
+            if best.is_none_or(|(_, b)| d < b) {
+                best = Some((c, d));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
 }
 
 /// A camera pose at `position` (x, y), height `height_m`, heading `yaw`, pitch `pitch` (radians).

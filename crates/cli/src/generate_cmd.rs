@@ -1,0 +1,87 @@
+//! `gst generate`: build a GST-style benchmark (scenes, videos, questions) in parallel, resumably.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+
+use gst_bench::generate::{GenerateConfig, run_job, scene_jobs, write_manifest};
+
+use crate::progress;
+use crate::scene_cmd::FurnitureArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// Number of bench scenes (GST-Bench has about 100).
+    #[arg(long, default_value_t = 3)]
+    pub scenes: usize,
+    /// Number of train scenes (our GST-Train), built after the bench scenes.
+    #[arg(long, default_value_t = 0)]
+    pub train_scenes: usize,
+    /// Seed of the run: the same seed gives the same benchmark.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output directory (resumable: scenes already built there are skipped).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Builder settings as JSON (a `GenerateConfig`; missing fields take their defaults).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub furniture: FurnitureArgs,
+}
+
+pub fn run(args: &GenerateArgs) -> Result<()> {
+    if args.scenes + args.train_scenes == 0 {
+        bail!("nothing to generate: --scenes and --train-scenes are both 0");
+    }
+    let config: GenerateConfig = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("malformed generate config {}", path.display()))?
+        }
+        None => GenerateConfig::default(),
+    };
+    config.scene.validate().context("invalid scene settings")?;
+    let library = args.furniture.library()?;
+    let jobs = scene_jobs(args.scenes, args.train_scenes, args.seed);
+    let bar = progress::bar(jobs.len() as u64, "scenes");
+    let failures = Mutex::new(Vec::new());
+    let records: Vec<_> = jobs
+        .par_iter()
+        .filter_map(|job| {
+            let result = run_job(&args.out, job, &config, &library);
+            bar.inc(1);
+            match result {
+                Ok(record) => Some((job.clone(), record)),
+                Err(error) => {
+                    if let Ok(mut f) = failures.lock() {
+                        f.push(format!("{}/{}: {error}", job.split, job.name));
+                    }
+                    None
+                }
+            }
+        })
+        .collect();
+    bar.finish_and_clear();
+    let failures = failures.into_inner().unwrap_or_default();
+    if !failures.is_empty() {
+        bail!("{} scene(s) failed (rerun to resume):\n  {}", failures.len(), failures.join("\n  "));
+    }
+    let manifest = write_manifest(&args.out, args.seed, &config, &library, &records)?;
+    #[allow(clippy::print_stdout)] // the command's report
+    for (split, counts) in &manifest.questions {
+        let total: usize = counts.values().sum();
+        println!(
+            "{split}: {} scenes, {total} questions",
+            manifest.splits.get(split).map(Vec::len).unwrap_or(0)
+        );
+        for (column, n) in counts {
+            println!("  {column:<22} {n}");
+        }
+    }
+    Ok(())
+}
