@@ -17,5 +17,6 @@ check() {
 check gst-core opencv rerun ort reqwest ureq gst-sim gst-io
 check gst-sim opencv rerun ort reqwest ureq gst-io
 check gst-io rerun ort reqwest ureq gst-sim
+check gst-bench rerun ort reqwest ureq
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status
