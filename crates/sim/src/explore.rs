@@ -23,16 +23,15 @@ use std::f64::consts::{PI, TAU};
 use std::ops::Range;
 use std::path::PathBuf;
 
-use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 
-use gst_core::{Pose3, TimedPose, Trajectory};
+use gst_core::{TimedPose, Trajectory};
 
 use crate::SimError;
 use crate::scene::Scene;
-use crate::walk::{FREE_SPACE_CELL_M, FreeSpace};
+use crate::walk::{FREE_SPACE_CELL_M, FreeSpace, camera_pose};
 
 /// Settings of exploration episodes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -895,29 +894,16 @@ fn trajectory(
         .map(|(k, s)| {
             let t = k as f64 / fps;
             let z = height_m + bob_m * (TAU * s.walked_m / STRIDE_M).sin();
-            TimedPose { timestamp_s: t, world_from_camera: world_from_camera(s.xy, z, s.yaw, pitch.at(t)) }
+            TimedPose { timestamp_s: t, world_from_camera: camera_pose(s.xy, z, s.yaw, pitch.at(t)) }
         })
         .collect();
     Trajectory::new(poses).map_err(|e| SimError::Config(format!("exploration timestamps: {e}")))
 }
 
-/// The pose [`crate::walk::camera_pose`] describes, built without an iterative matrix-to-rotation fit:
-/// `Pose3::world_from_camera_yaw_pitch` goes through `Rotation3::from_matrix`, which starts from the identity
-/// and returns a wrong rotation for a heading of exactly −90° (a half turn from the identity), a heading
-/// that axis-aligned corridors produce.
-fn world_from_camera(position: [f64; 2], height_m: f64, yaw: f64, pitch: f64) -> Pose3 {
-    let forward = Vector3::new(yaw.cos() * pitch.cos(), yaw.sin() * pitch.cos(), pitch.sin());
-    let right = Vector3::new(yaw.sin(), -yaw.cos(), 0.0);
-    let down = forward.cross(&right);
-    let rotation = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[right, down, forward]));
-    Pose3::from_parts(
-        Vector3::new(position[0], position[1], height_m),
-        UnitQuaternion::from_rotation_matrix(&rotation),
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use nalgebra::Vector3;
+
     use std::sync::OnceLock;
     use std::time::Instant;
 
@@ -1034,7 +1020,7 @@ mod tests {
             let yaw = f64::from(k).to_radians() / 2.0;
             for pitch_deg in [-15.0f64, -10.0, 0.0, 5.0] {
                 let pitch = pitch_deg.to_radians();
-                let pose = world_from_camera([1.0, 2.0], 1.4, yaw, pitch);
+                let pose = camera_pose([1.0, 2.0], 1.4, yaw, pitch);
                 assert!(wrap(pose.camera_yaw() - yaw).abs() < 1e-9, "yaw {yaw}");
                 assert!((pose.camera_pitch() - pitch).abs() < 1e-9, "pitch at yaw {yaw}");
                 let forward = pose.transform_vector(&Vector3::z());
