@@ -191,6 +191,27 @@ impl QuestionSet {
     }
 }
 
+impl QuestionSet {
+    /// The direction and distance questions (ED, EDist) of one target from one current view.
+    fn add_egocentric(
+        &mut self,
+        tasks: [TaskId; 3],
+        setting: Setting,
+        target: Target<'_>,
+        intro: &str,
+        video: &str,
+        view: &CurrentView,
+        view_path: &str,
+        center: &Point3<f64>,
+    ) {
+        let (angle, distance) = egocentric(&view.world_from_camera, center);
+        let image = [view_path.to_string()];
+        let texts = |question: String| vec![intro.to_string(), texts::CURRENT_VIEW.to_string(), question];
+        self.add(tasks[0], setting, Answer::Degrees(angle), texts(texts::direction(target)), video, &image);
+        self.add(tasks[1], setting, metres(distance), texts(texts::distance(target)), video, &image);
+    }
+}
+
 /// Per-frame visible boxes of every instance, from one pass over the instance image.
 fn frame_boxes(ids: &gst_core::InstanceImage) -> BTreeMap<u16, (Bbox2, u32)> {
     let mut boxes: BTreeMap<u16, (Bbox2, u32)> = BTreeMap::new();
@@ -430,25 +451,16 @@ pub fn build_scene(
         // Global setting: a current view in which the target is not visible.
         let hidden: Vec<usize> = (0..views.len()).filter(|&k| !visible_in(&views[k], instance.id)).collect();
         if let Some(&k) = hidden.get(rng.gen_range(0..hidden.len().max(1))) {
-            let (angle, distance) = egocentric(&views[k].world_from_camera, &center);
-            let intro = texts::VIDEO_WHOLE_PERIOD;
-            set.add(
-                tasks[0],
+            set.add_egocentric(
+                tasks,
                 Setting::Global,
-                Answer::Degrees(angle),
-                vec![intro.into(), texts::CURRENT_VIEW.into(), texts::direction(target)],
+                target,
+                texts::VIDEO_WHOLE_PERIOD,
                 &video_rel,
-                &[view_paths[k].clone()],
+                &views[k],
+                &view_paths[k],
+                &center,
             );
-            set.add(
-                tasks[1],
-                Setting::Global,
-                metres(distance),
-                vec![intro.into(), texts::CURRENT_VIEW.into(), texts::distance(target)],
-                &video_rel,
-                &[view_paths[k].clone()],
-            );
-
             // Local-Video: a short clip around the target's best frame, same current view.
             let clip = clip_range(
                 annotation.best_frame_idx,
@@ -458,41 +470,28 @@ pub fn build_scene(
             let (clip_path, clip_rel) = paths.video(&format!("clip_{}.mp4", instance.id.0));
             let marks = if marked { Some(instance.id) } else { None };
             write_clip(&explore_path, &clip_path, &boxes_per_frame, marks, clip, fps)?;
-            set.add(
-                tasks[0],
+            set.add_egocentric(
+                tasks,
                 Setting::LocalVideo,
-                Answer::Degrees(angle),
-                vec![texts::VIDEO_CLIP.into(), texts::CURRENT_VIEW.into(), texts::direction(target)],
+                target,
+                texts::VIDEO_CLIP,
                 &clip_rel,
-                &[view_paths[k].clone()],
-            );
-            set.add(
-                tasks[1],
-                Setting::LocalVideo,
-                metres(distance),
-                vec![texts::VIDEO_CLIP.into(), texts::CURRENT_VIEW.into(), texts::distance(target)],
-                &clip_rel,
-                &[view_paths[k].clone()],
+                &views[k],
+                &view_paths[k],
+                &center,
             );
         }
         // Local-Image: a current view in which the target is visible.
         if let Some(k) = (0..views.len()).find(|&k| visible_in(&views[k], instance.id)) {
-            let (angle, distance) = egocentric(&views[k].world_from_camera, &center);
-            set.add(
-                tasks[0],
+            set.add_egocentric(
+                tasks,
                 Setting::LocalImage,
-                Answer::Degrees(angle),
-                vec![texts::VIDEO_WHOLE_PERIOD.into(), texts::CURRENT_VIEW.into(), texts::direction(target)],
+                target,
+                texts::VIDEO_WHOLE_PERIOD,
                 &video_rel,
-                &[view_paths[k].clone()],
-            );
-            set.add(
-                tasks[1],
-                Setting::LocalImage,
-                metres(distance),
-                vec![texts::VIDEO_WHOLE_PERIOD.into(), texts::CURRENT_VIEW.into(), texts::distance(target)],
-                &video_rel,
-                &[view_paths[k].clone()],
+                &views[k],
+                &view_paths[k],
+                &center,
             );
         }
         set.add(
