@@ -571,56 +571,41 @@ pub(crate) fn wall_segments(rooms: &[PlanRoom], config: &PlanConfig) -> Vec<Wall
             config.interior_wall_thickness_m
         }
     };
-    // Walls along x: between cell rows j-1 and j, at y = ys[j].
-    for j in 0..=grid.ny() as isize {
-        let mut open: Option<WallSegment> = None;
-        for i in 0..grid.nx() as isize {
-            let pair = [grid.at(i, j - 1), grid.at(i, j)];
-            let boundary = pair[0] != pair[1];
-            let (x0, x1) = (grid.xs[i as usize], grid.xs[i as usize + 1]);
-            match open.as_mut() {
-                Some(w) if boundary && w.rooms == pair => w.end_m = x1,
-                _ => {
-                    walls.extend(open.take());
-                    if boundary {
-                        open = Some(WallSegment {
-                            axis: Axis::X,
-                            offset_m: grid.ys[j as usize],
-                            start_m: x0,
-                            end_m: x1,
-                            rooms: pair,
-                            thickness_m: thickness(pair),
-                        });
+    // For each axis: the lines between cells (index `line`), scanned along the axis (index `step`). Walls
+    // along x lie between cell rows j-1 and j at y = ys[j]; walls along y between columns at x = xs[i].
+    for axis in [Axis::X, Axis::Y] {
+        let (lines, steps, offsets, spans) = match axis {
+            Axis::X => (grid.ny(), grid.nx(), &grid.ys, &grid.xs),
+            Axis::Y => (grid.nx(), grid.ny(), &grid.xs, &grid.ys),
+        };
+        for line in 0..=lines as isize {
+            let mut open: Option<WallSegment> = None;
+            for step in 0..steps as isize {
+                let pair = match axis {
+                    Axis::X => [grid.at(step, line - 1), grid.at(step, line)],
+                    Axis::Y => [grid.at(line - 1, step), grid.at(line, step)],
+                };
+                let boundary = pair[0] != pair[1];
+                let (start, end) = (spans[step as usize], spans[step as usize + 1]);
+                match open.as_mut() {
+                    Some(w) if boundary && w.rooms == pair => w.end_m = end,
+                    _ => {
+                        walls.extend(open.take());
+                        if boundary {
+                            open = Some(WallSegment {
+                                axis,
+                                offset_m: offsets[line as usize],
+                                start_m: start,
+                                end_m: end,
+                                rooms: pair,
+                                thickness_m: thickness(pair),
+                            });
+                        }
                     }
                 }
             }
+            walls.extend(open.take());
         }
-        walls.extend(open.take());
-    }
-    for i in 0..=grid.nx() as isize {
-        let mut open: Option<WallSegment> = None;
-        for j in 0..grid.ny() as isize {
-            let pair = [grid.at(i - 1, j), grid.at(i, j)];
-            let boundary = pair[0] != pair[1];
-            let (y0, y1) = (grid.ys[j as usize], grid.ys[j as usize + 1]);
-            match open.as_mut() {
-                Some(w) if boundary && w.rooms == pair => w.end_m = y1,
-                _ => {
-                    walls.extend(open.take());
-                    if boundary {
-                        open = Some(WallSegment {
-                            axis: Axis::Y,
-                            offset_m: grid.xs[i as usize],
-                            start_m: y0,
-                            end_m: y1,
-                            rooms: pair,
-                            thickness_m: thickness(pair),
-                        });
-                    }
-                }
-            }
-        }
-        walls.extend(open.take());
     }
     walls
 }
