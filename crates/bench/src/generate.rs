@@ -29,7 +29,7 @@ use gst_core::{
     Setting, TaskId,
 };
 use gst_sim::alter::{Alteration, alter_scene};
-use gst_sim::annotate::{AnnotationBuilder, Bbox2, InstanceAnnotation, draw_box};
+use gst_sim::annotate::{AnnotationBuilder, Bbox2, InstanceAnnotation, TargetFilter, draw_box};
 use gst_sim::explore::{ExploreConfig, explore, sub_trajectories};
 use gst_sim::geometry::build_render_scene;
 use gst_sim::library::FurnitureLibrary;
@@ -60,6 +60,8 @@ pub struct GenerateConfig {
     pub scene: SceneConfig,
     pub explore: ExploreConfig,
     pub views: ViewConfig,
+    /// GST's filters on object targets: seen long and large enough, not heavily occluded, not confusable.
+    pub targets: TargetFilter,
     /// Current views sampled off the trajectory per scene (Pos, Ori and the object tasks use them).
     pub current_views: usize,
     /// Targets marked with a red box (ED_v, EDist_v, GP_v) per scene; each costs one marked video.
@@ -84,6 +86,7 @@ impl Default for GenerateConfig {
             scene: SceneConfig::default(),
             explore: ExploreConfig::default(),
             views: ViewConfig::default(),
+            targets: TargetFilter::default(),
             current_views: 6,
             visual_targets: 2,
             semantic_targets: 2,
@@ -363,12 +366,7 @@ pub fn build_scene(
             TaskId::SelfPosition,
             Setting::Global,
             point(&topdowns.mapping, [t.x, t.y]),
-            vec![
-                texts::VIDEO_WHOLE.into(),
-                texts::CURRENT_VIEW.into(),
-                texts::TOPDOWN.into(),
-                texts::SELF_POSITION.into(),
-            ],
+            texts::self_localization(texts::SELF_POSITION),
             &explore_video,
             &[relative.clone(), binary_rel.clone()],
         );
@@ -378,12 +376,7 @@ pub fn build_scene(
             TaskId::SelfOrientation,
             Setting::Global,
             Answer::Degrees(if heading == -180 { 180 } else { heading }),
-            vec![
-                texts::VIDEO_WHOLE.into(),
-                texts::CURRENT_VIEW.into(),
-                texts::TOPDOWN.into(),
-                texts::SELF_ORIENTATION.into(),
-            ],
+            texts::self_localization(texts::SELF_ORIENTATION),
             &explore_video,
             &[relative, binary_rel.clone()],
         );
@@ -395,8 +388,16 @@ pub fn build_scene(
             *m.entry(i.class).or_insert(0) += 1;
             m
         });
-    let mut candidates: Vec<&InstanceAnnotation> =
-        annotations.iter().filter(|a| good_target(a, &boxes_per_frame)).collect();
+    let mut candidates: Vec<&InstanceAnnotation> = annotations
+        .iter()
+        .filter(|a| {
+            // The filter measures occlusion and confusers in the target's best frame, rendered again.
+            trajectory.poses().get(a.best_frame_idx).is_some_and(|pose| {
+                let best = render(&render_scene, &camera, &pose.world_from_camera, &options);
+                config.targets.accepts(a, &annotations, &best.instances, &camera, &pose.world_from_camera)
+            })
+        })
+        .collect();
     for k in (1..candidates.len()).rev() {
         candidates.swap(k, rng.gen_range(0..=k));
     }
@@ -535,19 +536,6 @@ pub fn build_scene(
 
 fn visible_in(view: &CurrentView, id: InstanceId) -> bool {
     view.visible.iter().any(|(v, _)| *v == id)
-}
-
-/// GST-style target filter: seen in enough frames, seen well at least once, and the best box not dominated
-/// by the image border.
-fn good_target(annotation: &InstanceAnnotation, boxes: &[BTreeMap<u16, (Bbox2, u32)>]) -> bool {
-    const MIN_FRAMES: usize = 5;
-    const MIN_BEST_PIXELS: u32 = 1500;
-    let best = boxes
-        .get(annotation.best_frame_idx)
-        .and_then(|b| b.get(&annotation.id.0))
-        .map(|(_, n)| *n)
-        .unwrap_or(0);
-    annotation.appear_frames.len() >= MIN_FRAMES && best >= MIN_BEST_PIXELS
 }
 
 fn clip_range(center: usize, len: usize, frames: usize) -> std::ops::Range<usize> {

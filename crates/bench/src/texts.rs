@@ -59,6 +59,11 @@ pub const TOPDOWN_SELECTION: &str = "Among the four images below, which one is c
 
 pub const TRAJECTORY_SELECTION: &str = "Which of the four red trajectories on the top-down maps best matches the path shown in the video? Note that the blue dot marks the starting point of each trajectory. Please directly answer with the letter of the correct option.\nA.";
 
+/// The texts of a self-localisation question: video, current view, top-down, then the question.
+pub fn self_localization(question: &str) -> Vec<String> {
+    vec![VIDEO_WHOLE.into(), CURRENT_VIEW.into(), TOPDOWN.into(), question.into()]
+}
+
 /// The texts of a multiple-choice question with four image options.
 pub fn options(intro: &str, question: &str) -> Vec<String> {
     vec![intro.into(), question.into(), OPTION_B.into(), OPTION_C.into(), OPTION_D.into()]
