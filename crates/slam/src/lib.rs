@@ -1,0 +1,11 @@
+//! RGB-D SLAM for gst: what a robot has (RGB-D frames with timestamps and a calibration) in, a trajectory and
+//! a map out.
+//!
+//! - [`metrics`]: trajectory evaluation (ATE with Umeyama SE(3)/Sim(3) alignment, RPE), evo-compatible.
+//! - [`pose_graph`]: SE(3) pose-graph optimisation with a robust kernel and a sparse solver.
+
+pub mod error;
+pub mod metrics;
+pub mod pose_graph;
+
+pub use error::SlamError;

@@ -1,0 +1,1 @@
+//! Trajectory metrics (to be written).

@@ -1,0 +1,1 @@
+//! SE(3) pose-graph optimisation (to be written).
