@@ -7,7 +7,9 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/gst/target
 CARGO ?= cargo
 VENV := .venv
 PYTHON := $(VENV)/bin/python
-APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture
+# GStreamer plugins: x264enc (ugly) and mp4mux (good), the encoder behind gst-io's H.264 writer.
+APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
+	gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 

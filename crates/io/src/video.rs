@@ -1,37 +1,37 @@
-//! H.264 video in MP4 through OpenCV's videoio (FFmpeg backend, libx264): the benchmark's exploration
-//! videos.
+//! H.264 video in MP4 through OpenCV's videoio: the benchmark's exploration videos.
 //!
 //! Writing is atomic like every other writer here: frames go to a temporary file in the destination
 //! directory, named with an `.mp4` extension because OpenCV picks the container from the extension, and
 //! [`VideoWriter::finish`] renames it into place. A writer dropped without `finish` removes its temporary
-//! file, so an interrupted export leaves no truncated video behind.
+//! file, so an interrupted export leaves no truncated video behind. Frame sizes must be even (H.264 in 4:2:0
+//! chroma subsampling). H.264 is lossy: a frame read back differs from the frame written by a few grey levels
+//! on smooth content, more on fine texture.
 //!
-//! The codec is chosen with the FourCC `avc1` and the FFmpeg backend is requested explicitly, so that the
-//! encoder does not depend on which other backends OpenCV was built with (Debian's has GStreamer too). Frame sizes must
-//! be even (H.264 in 4:2:0 chroma subsampling). H.264 is lossy: a frame read back differs from the frame
-//! written by a few grey levels on smooth content, more on fine texture.
+//! # Encoders
+//!
+//! The writer prefers OpenCV's GStreamer backend with an explicit pipeline,
+//! `appsrc ! videoconvert ! x264enc ! mp4mux ! filesink`, because it is the only route through OpenCV 4.6
+//! that sets the encoder's options: x264 preset `superfast`, constant quality 23 (`pass=qual`), a key frame
+//! at least every 250 frames, and **one encoder thread**. One thread makes x264 deterministic on every
+//! machine; with two or more, GStreamer's x264enc gave different bytes from run to run on the same input
+//! (measured; FFmpeg's libx264 wrapper picks 1.5 × CPUs threads and writes that count into the stream). The
+//! encoder runs on GStreamer's streaming thread, so it overlaps with whatever the caller does between frames,
+//! and several writers encode in parallel. Measured on this 2-core machine, 1,088 frames of 640x512: x264
+//! `medium` (what the FFmpeg route gets) took 38.6 s, `superfast` 12.9 s.
+//!
+//! When the GStreamer pipeline cannot be built (the `gstreamer1.0-plugins-ugly`/`-good` packages that
+//! `make setup` installs are missing), the writer falls back to OpenCV's FFmpeg backend with the FourCC
+//! `avc1` (libx264 with FFmpeg's defaults: preset medium, CRF 23), warns once, and the determinism below
+//! holds only per machine.
 //!
 //! # Determinism
 //!
-//! Writing the same frames twice on the same machine gives byte-identical files (tested below). What can
-//! differ between machines is not a timestamp:
-//!
-//! - The container has no wall-clock time: FFmpeg's MP4 muxer writes creation and modification times of 0 in
-//!   `mvhd`, `tkhd` and `mdhd`, and sample times follow from the frame index and the frame rate. It does
-//!   name the muxer version in the `©too` tag (`Lavf59.27.100` with Debian's FFmpeg).
-//! - The first frame carries x264's informational SEI message: the x264 version (`core 164 r3095`) and its
-//!   options, among them `threads=N`, which x264 picks as 1.5 × the CPUs the process may use (3 on a
-//!   2-CPU machine, 1 under `taskset -c 0`). Writing under 1 and under 2 CPUs gave files that differ in
-//!   exactly that one byte. From 7 CPUs on N has two digits, the SEI grows by a byte, and everything after
-//!   it shifts: the `mdat` payload and the chunk offsets in `stco`.
-//! - x264 bounds the vertical motion-vector range by its number of frame threads, so on machines with
-//!   different core counts its encoding decisions can differ too (not observed between 1 and 3 threads).
-//!
-//! OpenCV 4.6 gives no control over the encoder's threads: `OPENCV_FFMPEG_WRITER_OPTIONS` (`threads;1`,
-//! `crf;30`) left the output unchanged. Byte-identity of videos therefore holds per machine (CPU count),
-//! x264 and FFmpeg build; comparisons across machines should compare decoded frames with a tolerance.
-//! The encoder runs with FFmpeg's libx264 defaults as OpenCV sets them (preset medium, CRF 23, 3 B-frames,
-//! a key frame at least every 250 frames).
+//! With the GStreamer encoder, the same frames give byte-identical files on any machine with the same x264,
+//! GStreamer and OpenCV builds (tested below). GStreamer's MP4 muxer writes the wall-clock time into the
+//! `mvhd`, `tkhd` and `mdhd` boxes; the writer overwrites those creation and modification times with 0
+//! (what FFmpeg writes) before the file is renamed into place, so no timestamp differs between runs. The
+//! stream still names its encoder: x264's informational SEI (version and options) in the first frame, and
+//! the muxer's tags in `udta`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +47,137 @@ use crate::IoError;
 /// FourCC of H.264 in MP4 (`avc1`), as OpenCV's FFmpeg backend maps it to the H.264 encoder.
 const H264_FOURCC: [char; 4] = ['a', 'v', 'c', '1'];
 
+/// x264 settings of the GStreamer pipeline (see the module documentation): fast, constant quality, and one
+/// thread, which keeps the output byte-identical between runs and machines.
+const X264_SETTINGS: &str = "speed-preset=superfast pass=qual quantizer=23 key-int-max=250 threads=1";
+
+/// Which OpenCV backend encodes a video.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoder {
+    GStreamer,
+    FFmpeg,
+}
+
+/// Opens the GStreamer pipeline writing to `path`; `None` when GStreamer or one of its elements is missing
+/// (or the path cannot be quoted in a pipeline description).
+fn open_gstreamer(path: &Path, fps: f64, size: Size) -> Option<videoio::VideoWriter> {
+    let location = path.to_str().filter(|p| !p.contains(['"', '\\']))?;
+    let pipeline = format!(
+        "appsrc ! videoconvert ! video/x-raw,format=I420 ! x264enc {X264_SETTINGS} ! mp4mux ! \
+         filesink location=\"{location}\""
+    );
+    let writer = videoio::VideoWriter::new_with_backend(&pipeline, videoio::CAP_GSTREAMER, 0, fps, size, true);
+    match writer {
+        Ok(writer) if writer.is_opened().unwrap_or(false) => Some(writer),
+        _ => None,
+    }
+}
+
+/// Opens OpenCV's FFmpeg writer (libx264 through the FourCC `avc1`) at `path`.
+fn open_ffmpeg(path: &Path, fps: f64, size: Size) -> Result<videoio::VideoWriter, String> {
+    let [c1, c2, c3, c4] = H264_FOURCC;
+    let fourcc = videoio::VideoWriter::fourcc(c1, c2, c3, c4).map_err(|e| e.to_string())?;
+    let writer = videoio::VideoWriter::new_with_backend(path, videoio::CAP_FFMPEG, fourcc, fps, size, true);
+    // OpenCV may have created the file before failing.
+    match writer {
+        Ok(writer) if writer.is_opened().unwrap_or(false) => Ok(writer),
+        other => {
+            let _ = std::fs::remove_file(path);
+            let reason = match other {
+                Err(e) => format!(": {e}"),
+                Ok(_) => String::new(),
+            };
+            Err(format!(
+                "neither OpenCV's GStreamer backend (x264enc, mp4mux) nor its FFmpeg backend can open an \
+                 H.264 encoder for MP4{reason}; run `make setup` (it installs the GStreamer plugins)"
+            ))
+        }
+    }
+}
+
+fn warn_fallback_once() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "GStreamer's x264enc/mp4mux are not available to OpenCV; encoding with FFmpeg's libx264 \
+             (slower, and byte-identical only on the same machine). `make setup` installs the plugins."
+        );
+    });
+}
+
+/// Overwrites the creation and modification times in the `mvhd`, `tkhd` and `mdhd` boxes of an MP4 file
+/// with 0 (1904-01-01, what FFmpeg writes), in place. Returns how many boxes were patched.
+fn zero_mp4_times(path: &Path) -> Result<usize, String> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| e.to_string())?;
+    let length = file.metadata().map_err(|e| e.to_string())?.len();
+    // Find the `moov` box among the top-level boxes, reading headers only (`mdat` is most of the file).
+    let mut offset = 0u64;
+    let mut moov = None;
+    while offset + 8 <= length {
+        file.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
+        let mut header = [0u8; 16];
+        let available = (length - offset).min(16) as usize;
+        file.read_exact(&mut header[..available]).map_err(|e| e.to_string())?;
+        let (size, header_len) = box_size(&header[..available], length - offset)?;
+        if &header[4..8] == b"moov" {
+            moov = Some((offset + header_len, size - header_len));
+            break;
+        }
+        offset += size;
+    }
+    let (start, size) = moov.ok_or("no moov box")?;
+    let mut bytes = vec![0u8; usize::try_from(size).map_err(|e| e.to_string())?];
+    file.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+    file.read_exact(&mut bytes).map_err(|e| e.to_string())?;
+    let patched = zero_times_in(&mut bytes)?;
+    file.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+    file.write_all(&bytes).map_err(|e| e.to_string())?;
+    file.sync_all().map_err(|e| e.to_string())?;
+    Ok(patched)
+}
+
+/// The size of the box whose header starts `header` (and its header length), `remaining` bytes before the
+/// end of its parent.
+fn box_size(header: &[u8], remaining: u64) -> Result<(u64, u64), String> {
+    let field = |range: std::ops::Range<usize>| header.get(range).ok_or("truncated box header");
+    let size32 = u32::from_be_bytes(field(0..4)?.try_into().map_err(|_| "box header")?);
+    let (size, header_len) = match size32 {
+        0 => (remaining, 8),
+        1 => (u64::from_be_bytes(field(8..16)?.try_into().map_err(|_| "box header")?), 16),
+        n => (u64::from(n), 8),
+    };
+    if size < header_len || size > remaining {
+        return Err(format!("box size {size} does not fit in the {remaining} bytes of its parent"));
+    }
+    Ok((size, header_len))
+}
+
+/// Zeroes the times of every `mvhd`, `tkhd` and `mdhd` box inside `bytes` (the payload of a container box).
+fn zero_times_in(bytes: &mut [u8]) -> Result<usize, String> {
+    let mut patched = 0;
+    let mut offset = 0usize;
+    while offset + 8 <= bytes.len() {
+        let (size, header_len) = box_size(&bytes[offset..], (bytes.len() - offset) as u64)?;
+        let (size, header_len) = (size as usize, header_len as usize);
+        let kind: [u8; 4] = bytes[offset + 4..offset + 8].try_into().map_err(|_| "box type")?;
+        let payload = &mut bytes[offset + header_len..offset + size];
+        match &kind {
+            b"moov" | b"trak" | b"mdia" => patched += zero_times_in(payload)?,
+            b"mvhd" | b"tkhd" | b"mdhd" => {
+                // Version 0: 32-bit creation and modification times after version and flags; version 1: 64-bit.
+                let times = if payload.first() == Some(&1) { 16 } else { 8 };
+                let field = payload.get_mut(4..4 + times).ok_or("truncated time field")?;
+                field.fill(0);
+                patched += 1;
+            }
+            _ => {}
+        }
+        offset += size;
+    }
+    Ok(patched)
+}
+
 /// Distinguishes temporary files of writers in the same process that target the same path.
 static TEMPORARY_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -60,6 +191,7 @@ pub struct VideoWriter {
     /// BGR frame buffer, reused between frames.
     frame: Mat,
     frames_written: usize,
+    encoder: Encoder,
     /// Set once the temporary file has been renamed into place; `Drop` then has nothing to remove.
     finished: bool,
 }
@@ -104,24 +236,13 @@ impl VideoWriter {
         let temporary = dir.join(format!(".{stem}.tmp-{}-{counter}.mp4", std::process::id()));
 
         let opencv = |e: opencv::Error| fail(e.to_string());
-        let [c1, c2, c3, c4] = H264_FOURCC;
-        let fourcc = videoio::VideoWriter::fourcc(c1, c2, c3, c4).map_err(opencv)?;
         let size = Size::new(width as i32, height as i32);
-        let writer =
-            videoio::VideoWriter::new_with_backend(&temporary, videoio::CAP_FFMPEG, fourcc, fps, size, true);
-        // OpenCV may have created the file before failing.
-        let writer = match writer {
-            Ok(writer) if writer.is_opened().unwrap_or(false) => writer,
-            other => {
+        let (writer, encoder) = match open_gstreamer(&temporary, fps, size) {
+            Some(writer) => (writer, Encoder::GStreamer),
+            None => {
+                warn_fallback_once();
                 let _ = std::fs::remove_file(&temporary);
-                let reason = match other {
-                    Err(e) => format!(": {e}"),
-                    Ok(_) => String::new(),
-                };
-                return Err(fail(format!(
-                    "OpenCV's FFmpeg backend cannot open an H.264 (avc1) encoder for MP4{reason}; \
-                     is OpenCV built with FFmpeg and libx264?"
-                )));
+                (open_ffmpeg(&temporary, fps, size).map_err(fail)?, Encoder::FFmpeg)
             }
         };
         let frame = Mat::new_rows_cols_with_default(size.height, size.width, CV_8UC3, Scalar::all(0.0))
@@ -134,6 +255,7 @@ impl VideoWriter {
             height,
             frame,
             frames_written: 0,
+            encoder,
             finished: false,
         })
     }
@@ -177,6 +299,9 @@ impl VideoWriter {
             return Err(fail("no frames were written".into()));
         }
         self.writer.release().map_err(|e| fail(format!("closing the encoder: {e}")))?;
+        if self.encoder == Encoder::GStreamer {
+            zero_mp4_times(&self.temporary).map_err(|e| fail(format!("finishing the MP4 container: {e}")))?;
+        }
         std::fs::rename(&self.temporary, &self.path)
             .map_err(|source| IoError::Io { path: self.path.clone(), source })?;
         self.finished = true;
@@ -414,6 +539,32 @@ mod tests {
             b.len()
         );
         Ok(())
+    }
+
+    /// `make setup` installs GStreamer's x264enc and mp4mux: the deterministic encoder must be the one used.
+    #[test]
+    fn encodes_with_one_x264_thread_and_no_wall_clock_times() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("v.mp4");
+        let mut writer = VideoWriter::create(&path, WIDTH, HEIGHT, 10.0)?;
+        assert_eq!(writer.encoder, Encoder::GStreamer, "GStreamer plugins missing? run `make setup`");
+        for k in 0..5 {
+            writer.write(&gradient_frame(k))?;
+        }
+        writer.finish()?;
+        let bytes = std::fs::read(&path)?;
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.contains(" threads=1 ") && text.contains("subme=1 "), "x264 options: superfast, 1 thread");
+        // Patched once more, the file has the same three boxes and nothing else to zero.
+        assert_eq!(zero_mp4_times(&path)?, 3);
+        assert_eq!(std::fs::read(&path)?, bytes, "times were already zero");
+        Ok(())
+    }
+
+    #[test]
+    fn mp4_box_walk_rejects_bad_sizes() {
+        let mut bytes = *b"\0\0\0\x40mvhd\0\0\0\0";
+        assert!(zero_times_in(&mut bytes).expect_err("size past the end").contains("does not fit"));
     }
 
     #[test]
