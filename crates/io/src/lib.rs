@@ -3,13 +3,16 @@
 //! Every error names the file it concerns. Writers never leave a half-written file behind: they encode in
 //! memory, write a temporary file in the destination directory and rename it into place.
 
+pub mod calibration;
 pub mod error;
 pub mod gst;
 pub mod images;
 pub mod tum;
+pub mod undistort;
 pub mod video;
 pub mod write;
 
+pub use calibration::{CalibrationFormat, parse_calibration, read_calibration, read_calibration_with_format};
 pub use error::IoError;
 pub use gst::{
     QuestionFile, QuestionFileError, QuestionReadOptions, read_bench_questions, read_question,
@@ -23,5 +26,6 @@ pub use tum::{
     TUM_DEFAULT_DEPTH_SCALE, TUM_MAX_DIFFERENCE_S, TumEntry, TumFrame, TumSequence, TumWriter, associate,
     read_trajectory_tum, write_trajectory_tum,
 };
+pub use undistort::Undistorter;
 pub use video::{VideoReader, VideoWriter, read_video};
 pub use write::{atomic_write, write_json};
