@@ -7,6 +7,7 @@
 pub mod calibration;
 pub mod camera;
 pub mod error;
+pub mod frame;
 pub mod image;
 pub mod instance;
 pub mod pose;
@@ -17,6 +18,7 @@ pub mod trajectory;
 pub use calibration::Calibration;
 pub use camera::{Distortion, PinholeCamera};
 pub use error::CoreError;
+pub use frame::RgbdFrame;
 pub use image::{DepthImage, Image, InstanceImage, RgbImage};
 pub use instance::{Instance, InstanceId, OrientedBox3};
 pub use pose::Pose3;

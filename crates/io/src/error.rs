@@ -29,6 +29,15 @@ pub enum IoError {
     #[error("invalid dataset {path}: {message}")]
     InvalidDataset { path: PathBuf, message: String },
 
+    /// A calibration file (OpenCV FileStorage, ROS camera_info or Kalibr camchain) that cannot be used;
+    /// the message names the field.
+    #[error("invalid calibration file {path}: {message}")]
+    Calibration { path: PathBuf, message: String },
+
+    /// A path that no frame source can read, or a source's frames that do not fit together.
+    #[error("cannot read frames from {path}: {message}")]
+    Source { path: PathBuf, message: String },
+
     /// An error of the core types (calibration files name their file and line).
     #[error(transparent)]
     Core(#[from] gst_core::CoreError),

@@ -7,7 +7,8 @@
 //! DIR/rgb/<ts>.png      8-bit colour
 //! DIR/depth/<ts>.png    16-bit depth, units of 1/depth_scale metres (TUM: 5000, i.e. 0.2 mm); 0 = missing
 //! DIR/groundtruth.txt   `timestamp tx ty tz qx qy qz qw`: the camera's pose in the world (camera-to-world)
-//! DIR/calibration.yaml  OpenCV FileStorage calibration (ours; TUM publishes intrinsics on its web page)
+//! DIR/calibration.yaml  calibration (ours, OpenCV FileStorage; read in any format `read_calibration` reads;
+//!                       TUM publishes intrinsics on its web page: `calibration/tum-fr*.yaml`)
 //! ```
 //!
 //! Timestamps are seconds written with six decimals. The list files start with exactly three comment lines,
@@ -256,7 +257,7 @@ impl TumSequence {
         let invalid = |message: String| IoError::InvalidDataset { path: dir.into(), message };
         let calibration_path = dir.join(CALIBRATION);
         let calibration =
-            if calibration_path.is_file() { Some(Calibration::from_file(&calibration_path)?) } else { None };
+            if calibration_path.is_file() { Some(crate::read_calibration(&calibration_path)?) } else { None };
         let depth_scale = depth_scale
             .or_else(|| calibration.as_ref().and_then(|c| c.depth_scale))
             .unwrap_or(TUM_DEFAULT_DEPTH_SCALE);
