@@ -11,6 +11,7 @@ mod progress;
 mod render_cmd;
 mod scene_cmd;
 mod score_cmd;
+mod traj_eval_cmd;
 
 /// Global spatial awareness from egocentric video: GST-Bench scenes, rendering and the explicit-map baseline.
 #[derive(Debug, Parser)]
@@ -40,6 +41,8 @@ enum Command {
     Generate(generate_cmd::GenerateArgs),
     /// Score predictions (JSON lines of uid and raw model output) on a benchmark split: the paper's table.
     Score(score_cmd::ScoreArgs),
+    /// Trajectory error of an estimate against ground truth (TUM files): ATE and RPE as evo computes them.
+    TrajEval(traj_eval_cmd::TrajEvalArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -64,6 +67,7 @@ pub fn main() -> ExitCode {
         Command::Demo(args) => scene_cmd::run_demo(&args),
         Command::Generate(args) => generate_cmd::run(&args),
         Command::Score(args) => score_cmd::run(&args),
+        Command::TrajEval(args) => traj_eval_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
