@@ -319,6 +319,7 @@ pub fn build_scene(
     video.finish()?;
     tum.finish()?;
     let annotations = annotations.finish();
+    tracing::debug!("{scene_name}: exploration rendered and written in {:.1} s", started.elapsed().as_secs_f64());
 
     let scene_dir = paths.scene_dir();
     gst_io::atomic_write(&scene_dir.join("scene.json"), scene.to_json().as_bytes())?;
@@ -328,6 +329,7 @@ pub fn build_scene(
 
     let (binary_path, binary_rel) = paths.image("topdown_binary.png");
     gst_io::write_gray_png(&binary_path, &topdowns.binary)?;
+    let mut videos: Vec<VideoJob> = Vec::new();
     let mut set = QuestionSet {
         scene: scene_name.to_string(),
         questions: Vec::new(),
@@ -382,6 +384,7 @@ pub fn build_scene(
         );
     }
 
+    tracing::debug!("{scene_name}: current views at {:.1} s", started.elapsed().as_secs_f64());
     // Object targets.
     let class_counts: BTreeMap<ObjectClass, usize> =
         scene.instances.iter().fold(BTreeMap::new(), |mut m, i| {
@@ -421,14 +424,7 @@ pub fn build_scene(
         let name = instance.class.text();
         let (target, tasks, video_rel) = if marked {
             let (path, relative) = paths.video(&format!("obj_{}.mp4", instance.id.0));
-            write_clip(
-                &explore_path,
-                &path,
-                &boxes_per_frame,
-                Some(instance.id),
-                0..boxes_per_frame.len(),
-                fps,
-            )?;
+            videos.push(VideoJob { path, range: 0..trajectory.len(), mark: Some(instance.id) });
             (
                 Target::Marked,
                 [
@@ -470,7 +466,7 @@ pub fn build_scene(
             );
             let (clip_path, clip_rel) = paths.video(&format!("clip_{}.mp4", instance.id.0));
             let marks = if marked { Some(instance.id) } else { None };
-            write_clip(&explore_path, &clip_path, &boxes_per_frame, marks, clip, fps)?;
+            videos.push(VideoJob { path: clip_path, range: clip, mark: marks });
             set.add_egocentric(
                 tasks,
                 Setting::LocalVideo,
@@ -505,10 +501,33 @@ pub fn build_scene(
         );
     }
 
-    // Top-down selection.
-    topdown_selection(&paths, &scene, &topdowns, seed, config, library, &explore_video, &mut set, &mut rng)?;
-    // Trajectory selection.
-    trajectory_selection(&paths, &trajectory, &topdowns, &explore_path, config, &mut set, &mut rng)?;
+    tracing::debug!("{scene_name}: object questions at {:.1} s", started.elapsed().as_secs_f64());
+    // Trajectory selection (its sub-trajectory videos join the other cut videos).
+    trajectory_selection(&paths, &trajectory, &topdowns, config, &mut set, &mut videos, &mut rng)?;
+    // The cut videos (marked, clips, sub-trajectories) are encoded in one pass over the lossless TUM frames,
+    // on a second thread while top-down selection builds its distractor plans.
+    let frames = gst_io::TumSequence::open(&split_dir.join("tum").join(scene_name), Some(DEPTH_SCALE))?;
+    let frames: Vec<PathBuf> = frames.entries().iter().map(|e| e.rgb_path.clone()).collect();
+    std::thread::scope(|scope| -> Result<(), BenchError> {
+        let writing = scope.spawn(|| write_videos(&videos, &frames, &boxes_per_frame, fps));
+        let selection = topdown_selection(
+            &paths,
+            &scene,
+            &topdowns,
+            seed,
+            config,
+            library,
+            &explore_video,
+            &mut set,
+            &mut rng,
+        );
+        tracing::debug!("{scene_name}: top-down selection at {:.1} s", started.elapsed().as_secs_f64());
+        let written = writing
+            .join()
+            .unwrap_or_else(|_| Err(BenchError::Generate(format!("{scene_name}: the video writer panicked"))));
+        tracing::debug!("{scene_name}: videos written at {:.1} s", started.elapsed().as_secs_f64());
+        selection.and(written)
+    })?;
 
     gst_io::write_json(&scene_dir.join("trajectory_options.json"), &set.trajectory_options)?;
     let mut counts = BTreeMap::new();
@@ -543,45 +562,67 @@ fn clip_range(center: usize, len: usize, frames: usize) -> std::ops::Range<usize
     start..(start + frames).min(len)
 }
 
-/// Re-encodes a range of the exploration video, optionally with a red box on one instance.
-fn write_clip(
-    source: &Path,
-    target: &Path,
-    boxes: &[BTreeMap<u16, (Bbox2, u32)>],
-    mark: Option<InstanceId>,
+/// A video cut from the exploration: a range of its frames, optionally with a red box on one instance.
+#[derive(Debug)]
+struct VideoJob {
+    path: PathBuf,
     range: std::ops::Range<usize>,
+    mark: Option<InstanceId>,
+}
+
+/// Writes every job in one pass over the exploration's frames (`frames`: the TUM export's lossless colour
+/// images, so nothing is encoded twice). Each frame is read once; each video's encoder runs on its own
+/// thread (see `gst_io::video`), so the encodes overlap.
+fn write_videos(
+    jobs: &[VideoJob],
+    frames: &[PathBuf],
+    boxes: &[BTreeMap<u16, (Bbox2, u32)>],
     fps: f64,
 ) -> Result<(), BenchError> {
-    let mut reader = gst_io::video::VideoReader::open(source)?;
-    let mut writer: Option<gst_io::video::VideoWriter> = None;
-    let mut k = 0usize;
-    while let Some(mut image) = reader.next_frame()? {
-        if k >= range.end {
-            break;
+    if let Some(job) = jobs.iter().find(|j| j.range.is_empty() || j.range.end > frames.len()) {
+        return Err(BenchError::Generate(format!(
+            "{}: frames {:?} are not within the exploration's {} frames",
+            job.path.display(),
+            job.range,
+            frames.len()
+        )));
+    }
+    let mut writers: Vec<Option<gst_io::video::VideoWriter>> = jobs.iter().map(|_| None).collect();
+    let last = jobs.iter().map(|j| j.range.end).max().unwrap_or(0);
+    for (k, frame_path) in frames.iter().enumerate().take(last) {
+        if !jobs.iter().any(|j| j.range.contains(&k)) {
+            continue;
         }
-        if k >= range.start {
-            if let Some(id) = mark
-                && let Some((bbox, _)) = boxes.get(k).and_then(|b| b.get(&id.0))
-            {
-                draw_box(&mut image, bbox, MARK_RED, MARK_THICKNESS_PX);
+        let image = gst_io::read_rgb(frame_path)?;
+        for (job, slot) in jobs.iter().zip(writers.iter_mut()) {
+            if !job.range.contains(&k) {
+                continue;
             }
-            let w = match writer.as_mut() {
+            let writer = match slot {
                 Some(w) => w,
-                None => writer.insert(gst_io::video::VideoWriter::create(
-                    target,
+                None => slot.insert(gst_io::video::VideoWriter::create(
+                    &job.path,
                     image.width(),
                     image.height(),
                     fps,
                 )?),
             };
-            w.write(&image)?;
+            match job.mark.and_then(|id| boxes.get(k).and_then(|b| b.get(&id.0))) {
+                Some((bbox, _)) => {
+                    let mut marked = image.clone();
+                    draw_box(&mut marked, bbox, MARK_RED, MARK_THICKNESS_PX);
+                    writer.write(&marked)?;
+                }
+                None => writer.write(&image)?,
+            }
+            if k + 1 == job.range.end
+                && let Some(done) = slot.take()
+            {
+                done.finish()?;
+            }
         }
-        k += 1;
     }
-    match writer {
-        Some(w) => Ok(w.finish()?),
-        None => Err(BenchError::Generate(format!("{} has no frames in {range:?}", source.display()))),
-    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -688,9 +729,9 @@ fn trajectory_selection(
     paths: &Paths,
     trajectory: &gst_core::Trajectory,
     topdowns: &TopdownImages,
-    explore_path: &Path,
     config: &GenerateConfig,
     set: &mut QuestionSet,
+    videos: &mut Vec<VideoJob>,
     rng: &mut impl Rng,
 ) -> Result<(), BenchError> {
     let xy = |range: &std::ops::Range<usize>| -> Vec<[f64; 2]> {
@@ -703,7 +744,6 @@ fn trajectory_selection(
             .collect()
     };
     let candidates = sub_trajectories(trajectory, 12, config.sub_trajectory_s, rng);
-    let fps = config.explore.fps;
     let mut asked = 0;
     for (k, truth) in candidates.iter().enumerate() {
         if asked == config.trajectory_questions {
@@ -723,7 +763,7 @@ fn trajectory_selection(
             continue;
         }
         let (clip_path, clip_rel) = paths.video(&format!("sub_{asked}.mp4"));
-        write_clip(explore_path, &clip_path, &[], None, truth.clone(), fps)?;
+        videos.push(VideoJob { path: clip_path, range: truth.clone(), mark: None });
         let distractors: Vec<std::ops::Range<usize>> = chosen[1..].iter().map(|r| (*r).clone()).collect();
         let (options, answer) = shuffle_options(truth.clone(), distractors, rng);
         let mut images = Vec::new();

@@ -7,5 +7,7 @@
 pub mod error;
 pub mod metrics;
 pub mod pose_graph;
+pub mod system;
 
 pub use error::SlamError;
+pub use system::{FrameResult, Slam, SlamConfig, SlamOutput, SlamStats, TrackingState, run_slam};
