@@ -11,6 +11,7 @@ mod progress;
 mod render_cmd;
 mod scene_cmd;
 mod score_cmd;
+mod slam_cmd;
 mod traj_eval_cmd;
 
 /// Global spatial awareness from egocentric video: GST-Bench scenes, rendering and the explicit-map baseline.
@@ -43,6 +44,8 @@ enum Command {
     Score(score_cmd::ScoreArgs),
     /// Trajectory error of an estimate against ground truth (TUM files): ATE and RPE as evo computes them.
     TrajEval(traj_eval_cmd::TrajEvalArgs),
+    /// RGB-D SLAM over a recording: trajectory.tum, keyframes.json, map_points.ply.
+    Slam(slam_cmd::SlamArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -68,6 +71,7 @@ pub fn main() -> ExitCode {
         Command::Generate(args) => generate_cmd::run(&args),
         Command::Score(args) => score_cmd::run(&args),
         Command::TrajEval(args) => traj_eval_cmd::run(&args),
+        Command::Slam(args) => slam_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

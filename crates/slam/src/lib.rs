@@ -5,9 +5,16 @@
 //! - [`pose_graph`]: SE(3) pose-graph optimisation with a robust kernel and a sparse solver.
 
 pub mod error;
+pub mod features;
+pub mod icp;
+pub mod index;
+pub mod optimize;
+pub mod output;
 pub mod metrics;
 pub mod pose_graph;
 pub mod system;
 
 pub use error::SlamError;
-pub use system::{FrameResult, Slam, SlamConfig, SlamOutput, SlamStats, TrackingState, run_slam};
+pub use system::{
+    FrameResult, Keyframe, MapPoint, Slam, SlamConfig, SlamOutput, SlamStats, TrackingState, run_slam,
+};

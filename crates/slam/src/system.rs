@@ -1,23 +1,109 @@
-//! The SLAM system: frames in, a trajectory and a map out (work in progress: the API below is the contract
-//! the rest of the workspace builds against).
+//! The SLAM system: frames in, a trajectory and a map out.
+//!
+//! Per frame ([`Slam::track`]):
+//! 1. ORB features (OpenCV), each with its depth ([`crate::features`]).
+//! 2. A pose prediction from a constant-velocity model.
+//! 3. The local map — map points of the reference keyframe, of the last keyframes and of keyframes near the
+//!    predicted position — projected into the predicted camera and matched to the features in a radius
+//!    (Hamming distance, ratio test).
+//! 4. Motion-only optimisation on reprojection and depth residuals with a Huber kernel and outlier rounds
+//!    ([`crate::optimize`]); with too few matches, PnP-RANSAC against the reference keyframe and then the
+//!    whole map (relocalisation).
+//! 5. Refinement on depth: point-to-plane ICP against the reference keyframe's depth ([`crate::icp`]),
+//!    accepted when it converges close to the feature pose.
+//! 6. A keyframe when the camera has moved or turned enough, tracks too few points, or enough frames passed.
+//!    New keyframes create map points from their unmatched features with depth.
+//! 7. Loop closing at each new keyframe: older keyframes near the estimated position and those voted for by
+//!    the descriptor index ([`crate::index`]) are verified geometrically (descriptor matching, PnP-RANSAC,
+//!    pose optimisation); a verified loop adds an edge to the keyframe pose graph, which is optimised with a
+//!    robust kernel ([`crate::pose_graph`]); keyframes, map points and the current pose follow.
+//!
+//! Frames are stored relative to their reference keyframe, so the output trajectory follows every
+//! correction of the keyframes. Tracking never panics on a bad frame: a frame without depth or features is
+//! reported `Lost`, and the next good frame is relocalised against the map.
 
-use gst_core::{Calibration, Pose3, RgbdFrame, Trajectory};
-use gst_io::FrameSource;
+use std::collections::HashMap;
+
+use nalgebra::{Isometry3, Point3};
 use serde::{Deserialize, Serialize};
 
-use crate::SlamError;
+use gst_core::{Calibration, PinholeCamera, Pose3, RgbdFrame, TimedPose, Trajectory};
+use gst_io::FrameSource;
 
-/// Settings of the SLAM system (documented defaults).
+use crate::SlamError;
+use crate::features::{Descriptor, Features, OrbConfig, OrbExtractor, hamming};
+use crate::icp::{DepthModel, frame_points};
+use crate::index::DescriptorIndex;
+use crate::optimize::{Observation, optimize_pose, pnp_ransac};
+use crate::pose_graph::{Edge, EdgeKind, NodeId, PoseGraph, PoseGraphOptions};
+
+/// Settings of the SLAM system. Every field has a documented default.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SlamConfig {
-    /// ORB features per frame.
-    pub features: usize,
+    /// ORB extraction.
+    pub orb: OrbConfig,
+    /// Search radius when matching projected map points, pixels at pyramid level 0.
+    pub search_radius_px: f32,
+    /// Largest Hamming distance of a match.
+    pub max_descriptor_distance: u32,
+    /// Fewest inlier matches for a frame to count as tracked by features.
+    pub min_tracked: usize,
+    /// Refine every pose by point-to-plane ICP against the reference keyframe's depth.
+    pub icp: bool,
+    /// ICP subsampling step, pixels.
+    pub icp_step: u32,
+    /// New keyframe after this much motion (metres) or rotation (degrees) from the reference keyframe...
+    pub keyframe_distance_m: f64,
+    pub keyframe_angle_deg: f64,
+    /// ...or after this many frames.
+    pub keyframe_max_frames: usize,
+    /// Keyframes within this distance of the predicted position join the local map, metres.
+    pub local_map_radius_m: f64,
+    /// Loop closing on/off.
+    pub loop_closing: bool,
+    /// Keyframes younger than this many keyframes are not loop candidates.
+    pub loop_min_age_keyframes: usize,
+    /// Fewest inliers of a verified loop.
+    pub loop_min_inliers: usize,
 }
 
 impl Default for SlamConfig {
     fn default() -> Self {
-        Self { features: 1000 }
+        Self {
+            orb: OrbConfig::default(),
+            search_radius_px: 12.0,
+            max_descriptor_distance: 64,
+            min_tracked: 30,
+            icp: true,
+            icp_step: 4,
+            keyframe_distance_m: 0.3,
+            keyframe_angle_deg: 15.0,
+            keyframe_max_frames: 20,
+            local_map_radius_m: 3.0,
+            loop_closing: true,
+            loop_min_age_keyframes: 20,
+            loop_min_inliers: 60,
+        }
+    }
+}
+
+impl SlamConfig {
+    pub fn validate(&self) -> Result<(), SlamError> {
+        let bad = |what: &str| Err(SlamError::InvalidInput(format!("SLAM settings: {what}")));
+        if !(self.search_radius_px > 0.0) {
+            return bad("search_radius_px must be positive");
+        }
+        if self.min_tracked < 6 {
+            return bad("min_tracked must be at least 6");
+        }
+        if self.icp_step == 0 {
+            return bad("icp_step must be positive");
+        }
+        if !(self.keyframe_distance_m > 0.0 && self.keyframe_angle_deg > 0.0) || self.keyframe_max_frames == 0 {
+            return bad("keyframe thresholds must be positive");
+        }
+        Ok(())
     }
 }
 
@@ -41,6 +127,8 @@ pub struct FrameResult {
     pub world_from_camera: Option<Pose3>,
     /// Whether the frame became a keyframe.
     pub keyframe: bool,
+    /// Inlier feature matches.
+    pub inliers: usize,
 }
 
 /// Counters of a run.
@@ -48,10 +136,50 @@ pub struct FrameResult {
 pub struct SlamStats {
     pub frames: usize,
     pub keyframes: usize,
+    pub map_points: usize,
     pub lost_frames: usize,
+    pub relocalizations: usize,
     pub loop_closures: usize,
+    /// Frames whose pose ICP refined.
+    pub icp_refined: usize,
     /// Wall time spent in `track` and `finish`, seconds.
     pub tracking_seconds: f64,
+}
+
+/// A map point: a 3D landmark with the descriptor of the keyframe feature that created it.
+#[derive(Clone, Debug)]
+pub struct MapPoint {
+    /// The keyframe that created it; its position is stored in that keyframe's camera frame so that it moves
+    /// with the keyframe when the pose graph corrects it.
+    pub anchor: u32,
+    pub position_in_anchor: Point3<f64>,
+    pub position: Point3<f64>,
+    pub descriptor: Descriptor,
+    pub octave: u8,
+    /// Frames in which it was matched as an inlier.
+    pub found: u32,
+    local_stamp: usize,
+}
+
+/// A keyframe: its pose, features and their map points.
+#[derive(Clone, Debug)]
+pub struct Keyframe {
+    pub id: u32,
+    pub frame_index: usize,
+    pub timestamp_s: f64,
+    pub world_from_camera: Isometry3<f64>,
+    pub features: Features,
+    /// The map point of each feature, if any.
+    pub points: Vec<Option<u32>>,
+    node: NodeId,
+}
+
+/// A frame's pose relative to its reference keyframe.
+#[derive(Clone, Debug)]
+struct FrameRecord {
+    timestamp_s: f64,
+    reference: u32,
+    reference_from_camera: Isometry3<f64>,
 }
 
 /// The result of a run.
@@ -59,28 +187,684 @@ pub struct SlamStats {
 pub struct SlamOutput {
     /// Camera-to-world poses of every tracked frame, after the final optimisation.
     pub trajectory: Trajectory,
+    pub keyframes: Vec<Keyframe>,
+    pub map_points: Vec<MapPoint>,
+    /// Keyframe pairs joined by an edge of the pose graph, and the kind of edge.
+    pub edges: Vec<(u32, u32, EdgeKind)>,
     pub stats: SlamStats,
+    pub camera: PinholeCamera,
 }
 
 /// An RGB-D SLAM system.
 #[derive(Debug)]
 pub struct Slam {
     config: SlamConfig,
-    calibration: Calibration,
+    camera: PinholeCamera,
+    orb: OrbExtractor,
+    keyframes: Vec<Keyframe>,
+    points: Vec<MapPoint>,
+    index: DescriptorIndex,
+    graph: PoseGraph,
+    frames: Vec<FrameRecord>,
+    /// Reference keyframe and its depth model.
+    reference: Option<(u32, DepthModel)>,
+    last: Option<Isometry3<f64>>,
+    velocity: Option<Isometry3<f64>>,
+    frames_since_keyframe: usize,
+    lost: bool,
+    stats: SlamStats,
+    frame_counter: usize,
+}
+
+/// Re-normalises the rotation (compositions accumulate rounding in the quaternion).
+fn normalized(pose: Isometry3<f64>) -> Isometry3<f64> {
+    Isometry3::from_parts(pose.translation, nalgebra::UnitQuaternion::new_normalize(pose.rotation.into_inner()))
+}
+
+fn angle_deg(pose: &Isometry3<f64>) -> f64 {
+    pose.rotation.angle().to_degrees()
 }
 
 impl Slam {
     pub fn new(calibration: &Calibration, config: SlamConfig) -> Result<Self, SlamError> {
-        Ok(Self { config, calibration: calibration.clone() })
+        config.validate()?;
+        let camera = calibration.camera.clone();
+        camera.validate()?;
+        if !camera.distortion.is_zero() {
+            return Err(SlamError::InvalidInput(
+                "the camera has lens distortion: undistort frames first (gst-io's sources do)".into(),
+            ));
+        }
+        Ok(Self {
+            orb: OrbExtractor::new(&config.orb)?,
+            config,
+            camera,
+            keyframes: Vec::new(),
+            points: Vec::new(),
+            index: DescriptorIndex::new(),
+            graph: PoseGraph::new(),
+            frames: Vec::new(),
+            reference: None,
+            last: None,
+            velocity: None,
+            frames_since_keyframe: 0,
+            lost: false,
+            stats: SlamStats::default(),
+            frame_counter: 0,
+        })
     }
 
+    pub fn keyframes(&self) -> &[Keyframe] {
+        &self.keyframes
+    }
+
+    pub fn map_points(&self) -> &[MapPoint] {
+        &self.points
+    }
+
+    pub fn stats(&self) -> &SlamStats {
+        &self.stats
+    }
+
+    /// Tracks one frame. Frames without depth, of the wrong size or without features are reported `Lost`
+    /// (an error only for a frame of the wrong size).
     pub fn track(&mut self, frame: &RgbdFrame) -> Result<FrameResult, SlamError> {
-        let _ = (frame, &self.config, &self.calibration);
-        Err(SlamError::InvalidInput("tracking is not implemented yet".into()))
+        let started = std::time::Instant::now();
+        let result = self.track_inner(frame);
+        self.stats.tracking_seconds += started.elapsed().as_secs_f64();
+        self.stats.frames += 1;
+        self.frame_counter += 1;
+        let result = result?;
+        if result.state == TrackingState::Lost {
+            self.stats.lost_frames += 1;
+        }
+        Ok(result)
     }
 
-    pub fn finish(self) -> Result<SlamOutput, SlamError> {
-        Err(SlamError::InvalidInput("tracking is not implemented yet".into()))
+    fn track_inner(&mut self, frame: &RgbdFrame) -> Result<FrameResult, SlamError> {
+        if (frame.rgb.width(), frame.rgb.height()) != (self.camera.width, self.camera.height) {
+            return Err(SlamError::InvalidInput(format!(
+                "frame {} is {}x{} but the calibration is {}x{}",
+                frame.index,
+                frame.rgb.width(),
+                frame.rgb.height(),
+                self.camera.width,
+                self.camera.height
+            )));
+        }
+        let lost = FrameResult { state: TrackingState::Lost, world_from_camera: None, keyframe: false, inliers: 0 };
+        let Some(depth) = frame.depth.as_ref() else {
+            tracing::debug!("frame {}: no depth", frame.index);
+            self.mark_lost();
+            return Ok(lost);
+        };
+        let features = self.orb.extract(&frame.rgb, Some(depth))?;
+        let with_depth = features.keypoints.iter().filter(|k| k.depth_m.is_some()).count();
+
+        if self.keyframes.is_empty() {
+            if with_depth < 100 {
+                return Ok(FrameResult { state: TrackingState::Initializing, ..lost });
+            }
+            let pose = Isometry3::identity();
+            self.insert_keyframe(frame, depth, features, &[], pose)?;
+            self.record(frame.timestamp_s, pose);
+            self.last = Some(pose);
+            return Ok(FrameResult {
+                state: TrackingState::Tracking,
+                world_from_camera: Some(Pose3(pose)),
+                keyframe: true,
+                inliers: with_depth,
+            });
+        }
+
+        let was_lost = self.lost;
+        // 1. Prediction.
+        let predicted = match (self.last, self.velocity, was_lost) {
+            (Some(last), Some(velocity), false) => last * velocity,
+            (Some(last), None, false) => last,
+            _ => self.reference_pose(),
+        };
+        // 2. Local map matching and pose optimisation.
+        let mut tracked = None;
+        if !was_lost {
+            tracked = self.track_local_map(&features, predicted, self.config.search_radius_px);
+            if tracked.as_ref().is_none_or(|t| t.1.len() < self.config.min_tracked) {
+                tracked = self.track_local_map(&features, predicted, 2.5 * self.config.search_radius_px);
+            }
+        }
+        let mut relocalized = false;
+        if tracked.as_ref().is_none_or(|t| t.1.len() < self.config.min_tracked) {
+            if let Some(pose) = self.relocalize_features(&features, was_lost)? {
+                tracked = self.track_local_map(&features, pose, self.config.search_radius_px);
+                relocalized = was_lost;
+            }
+        }
+        let (mut world_from_camera, matches) = match tracked {
+            Some((pose, matches)) if matches.len() >= self.config.min_tracked => (pose, matches),
+            _ => match (self.config.icp && !was_lost, self.reference.is_some()) {
+                // Features failed (a blank wall): try depth alone from the prediction.
+                (true, true) => (predicted, Vec::new()),
+                _ => {
+                    self.mark_lost();
+                    return Ok(lost);
+                }
+            },
+        };
+
+        // 3. Depth refinement.
+        if self.config.icp
+            && let Some(refined) = self.refine_icp(depth, &world_from_camera, matches.is_empty())
+        {
+            world_from_camera = refined;
+            self.stats.icp_refined += 1;
+        } else if matches.is_empty() {
+            self.mark_lost();
+            return Ok(lost);
+        }
+
+        let world_from_camera = normalized(world_from_camera);
+        for &(point, _) in &matches {
+            if let Some(p) = self.points.get_mut(point as usize) {
+                p.found += 1;
+            }
+        }
+        if let Some(last) = self.last
+            && !was_lost
+        {
+            self.velocity = Some(last.inverse() * world_from_camera);
+        } else {
+            self.velocity = None;
+        }
+        self.last = Some(world_from_camera);
+        self.lost = false;
+        if relocalized {
+            self.stats.relocalizations += 1;
+        }
+
+        // 4. Keyframe decision.
+        self.frames_since_keyframe += 1;
+        let reference_pose = self.reference_pose();
+        let motion = reference_pose.inverse() * world_from_camera;
+        let reference_points =
+            self.reference_keyframe().map(|k| k.points.iter().flatten().count()).unwrap_or(0);
+        let new_keyframe = motion.translation.vector.norm() > self.config.keyframe_distance_m
+            || angle_deg(&motion) > self.config.keyframe_angle_deg
+            || self.frames_since_keyframe >= self.config.keyframe_max_frames
+            || matches.len() < reference_points / 4
+            || relocalized;
+        let inliers = matches.len();
+        if new_keyframe {
+            self.insert_keyframe(frame, depth, features, &matches, world_from_camera)?;
+        }
+        self.record(frame.timestamp_s, self.last.unwrap_or(world_from_camera));
+        Ok(FrameResult {
+            state: if relocalized { TrackingState::Relocalized } else { TrackingState::Tracking },
+            world_from_camera: self.last.map(Pose3),
+            keyframe: new_keyframe,
+            inliers,
+        })
+    }
+
+    fn mark_lost(&mut self) {
+        self.lost = true;
+        self.velocity = None;
+    }
+
+    fn reference_keyframe(&self) -> Option<&Keyframe> {
+        self.reference.as_ref().and_then(|(id, _)| self.keyframes.get(*id as usize))
+    }
+
+    fn reference_pose(&self) -> Isometry3<f64> {
+        self.reference_keyframe().map(|k| k.world_from_camera).unwrap_or_else(Isometry3::identity)
+    }
+
+    fn record(&mut self, timestamp_s: f64, world_from_camera: Isometry3<f64>) {
+        let reference = self.reference.as_ref().map(|(id, _)| *id).unwrap_or(0);
+        let reference_pose = self.reference_pose();
+        self.frames.push(FrameRecord {
+            timestamp_s,
+            reference,
+            reference_from_camera: reference_pose.inverse() * world_from_camera,
+        });
+    }
+
+    /// Keyframes whose map points make the local map around `pose`.
+    fn local_keyframes(&self, pose: &Isometry3<f64>) -> Vec<u32> {
+        let n = self.keyframes.len();
+        let mut chosen: Vec<u32> = (n.saturating_sub(8)..n).map(|k| k as u32).collect();
+        let position = pose.translation.vector;
+        let forward = pose.rotation * nalgebra::Vector3::z();
+        let mut near: Vec<(f64, u32)> = self
+            .keyframes
+            .iter()
+            .filter(|k| !chosen.contains(&k.id))
+            .filter_map(|k| {
+                let d = (k.world_from_camera.translation.vector - position).norm();
+                let f = k.world_from_camera.rotation * nalgebra::Vector3::z();
+                (d < self.config.local_map_radius_m && f.dot(&forward) > 0.3).then_some((d, k.id))
+            })
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chosen.extend(near.into_iter().take(20).map(|(_, id)| id));
+        chosen
+    }
+
+    /// Matches local map points to the features around their projections in `predicted` and optimises the
+    /// pose: the pose and the inlier matches (map point, feature).
+    fn track_local_map(
+        &mut self,
+        features: &Features,
+        predicted: Isometry3<f64>,
+        radius: f32,
+    ) -> Option<(Isometry3<f64>, Vec<(u32, u32)>)> {
+        let stamp = self.frame_counter * 2 + usize::from(radius > self.config.search_radius_px) + 1;
+        let camera_from_world = predicted.inverse();
+        let mut best: HashMap<u32, (u32, u32)> = HashMap::new(); // feature -> (point, distance)
+        let mut nearby = Vec::new();
+        let scale = self.config.orb.scale_factor;
+        for kf in self.local_keyframes(&predicted) {
+            let Some(keyframe) = self.keyframes.get(kf as usize) else { continue };
+            for &point_id in keyframe.points.iter().flatten() {
+                let Some(point) = self.points.get_mut(point_id as usize) else { continue };
+                if point.local_stamp == stamp {
+                    continue;
+                }
+                point.local_stamp = stamp;
+                let p = camera_from_world * point.position;
+                if p.z < 0.1 {
+                    continue;
+                }
+                let u = self.camera.fx * p.x / p.z + self.camera.cx;
+                let v = self.camera.fy * p.y / p.z + self.camera.cy;
+                if u < 0.0 || v < 0.0 || u >= f64::from(self.camera.width) || v >= f64::from(self.camera.height) {
+                    continue;
+                }
+                let r = radius * scale.powi(i32::from(point.octave));
+                features.within(u as f32, v as f32, r, &mut nearby);
+                let (mut d1, mut d2, mut best_feature) = (u32::MAX, u32::MAX, None);
+                for &f in &nearby {
+                    let keypoint = &features.keypoints[f as usize];
+                    if (i32::from(keypoint.octave) - i32::from(point.octave)).abs() > 2 {
+                        continue;
+                    }
+                    let d = hamming(&point.descriptor, &features.descriptors[f as usize]);
+                    if d < d1 {
+                        d2 = d1;
+                        d1 = d;
+                        best_feature = Some(f);
+                    } else if d < d2 {
+                        d2 = d;
+                    }
+                }
+                let Some(f) = best_feature else { continue };
+                if d1 > self.config.max_descriptor_distance || (d2 != u32::MAX && d1 as f32 > 0.9 * d2 as f32) {
+                    continue;
+                }
+                let entry = best.entry(f).or_insert((point_id, u32::MAX));
+                if d1 < entry.1 {
+                    *entry = (point_id, d1);
+                }
+            }
+        }
+        let matches: Vec<(u32, u32)> = best.into_iter().map(|(f, (p, _))| (p, f)).collect();
+        if matches.len() < 6 {
+            return None;
+        }
+        let (pose, inliers) = self.optimize_matches(features, &matches, predicted.inverse());
+        Some((pose.inverse(), inliers))
+    }
+
+    fn observations(&self, features: &Features, matches: &[(u32, u32)], use_depth: bool) -> Vec<Observation> {
+        let scale = f64::from(self.config.orb.scale_factor);
+        matches
+            .iter()
+            .map(|&(p, f)| {
+                let k = &features.keypoints[f as usize];
+                Observation {
+                    point_world: self.points[p as usize].position,
+                    u: f64::from(k.u),
+                    v: f64::from(k.v),
+                    depth_m: if use_depth { k.depth_m.map(f64::from) } else { None },
+                    sigma_px: scale.powi(i32::from(k.octave)),
+                }
+            })
+            .collect()
+    }
+
+    /// Pose optimisation on matches; returns `camera_from_world` and the inlier matches.
+    fn optimize_matches(
+        &self,
+        features: &Features,
+        matches: &[(u32, u32)],
+        mut camera_from_world: Isometry3<f64>,
+    ) -> (Isometry3<f64>, Vec<(u32, u32)>) {
+        let observations = self.observations(features, matches, true);
+        let mut inlier = vec![true; matches.len()];
+        optimize_pose(&self.camera, &mut camera_from_world, &observations, &mut inlier);
+        let inliers = matches.iter().zip(&inlier).filter(|(_, ok)| **ok).map(|(m, _)| *m).collect();
+        (camera_from_world, inliers)
+    }
+
+    /// Brute-force matching of features to a keyframe's features that have map points: (point, feature).
+    fn match_keyframe(&self, features: &Features, keyframe: &Keyframe) -> Vec<(u32, u32)> {
+        let mut matches: HashMap<u32, (u32, u32)> = HashMap::new();
+        for (f, descriptor) in features.descriptors.iter().enumerate() {
+            let (mut d1, mut d2, mut best) = (u32::MAX, u32::MAX, None);
+            for (k, point) in keyframe.points.iter().enumerate() {
+                let Some(point) = point else { continue };
+                let d = hamming(descriptor, &keyframe.features.descriptors[k]);
+                if d < d1 {
+                    d2 = d1;
+                    d1 = d;
+                    best = Some(*point);
+                } else if d < d2 {
+                    d2 = d;
+                }
+            }
+            if let Some(point) = best
+                && d1 <= self.config.max_descriptor_distance
+                && (d2 == u32::MAX || (d1 as f32) < 0.8 * d2 as f32)
+            {
+                let entry = matches.entry(point).or_insert((f as u32, u32::MAX));
+                if d1 < entry.1 {
+                    *entry = (f as u32, d1);
+                }
+            }
+        }
+        matches.into_iter().map(|(p, (f, _))| (p, f)).collect()
+    }
+
+    /// PnP-RANSAC of the features against a keyframe's map points: `world_from_camera` and inliers.
+    fn verify_against(&self, features: &Features, keyframe: &Keyframe) -> Result<Option<(Isometry3<f64>, usize)>, SlamError> {
+        let matches = self.match_keyframe(features, keyframe);
+        if matches.len() < self.config.min_tracked {
+            return Ok(None);
+        }
+        let points: Vec<Point3<f64>> = matches.iter().map(|&(p, _)| self.points[p as usize].position).collect();
+        let pixels: Vec<[f64; 2]> = matches
+            .iter()
+            .map(|&(_, f)| {
+                let k = &features.keypoints[f as usize];
+                [f64::from(k.u), f64::from(k.v)]
+            })
+            .collect();
+        let Some((camera_from_world, mask)) = pnp_ransac(&self.camera, &points, &pixels, 4.0, self.config.min_tracked)? else {
+            return Ok(None);
+        };
+        let inlier_matches: Vec<(u32, u32)> =
+            matches.iter().zip(&mask).filter(|(_, ok)| **ok).map(|(m, _)| *m).collect();
+        let (camera_from_world, inliers) = self.optimize_matches(features, &inlier_matches, camera_from_world);
+        Ok((inliers.len() >= self.config.min_tracked).then(|| (camera_from_world.inverse(), inliers.len())))
+    }
+
+    /// Finds the camera in the map by features alone: the reference keyframe first, then keyframes voted
+    /// for by the descriptor index (`global`).
+    fn relocalize_features(&self, features: &Features, global: bool) -> Result<Option<Isometry3<f64>>, SlamError> {
+        if let Some(reference) = self.reference_keyframe()
+            && let Some((pose, _)) = self.verify_against(features, reference)?
+        {
+            return Ok(Some(pose));
+        }
+        if !global {
+            return Ok(None);
+        }
+        let ranked = self.index.vote(&features.descriptors, self.config.max_descriptor_distance, |_| false);
+        for &(kf, _) in ranked.iter().take(5) {
+            if let Some(keyframe) = self.keyframes.get(kf as usize)
+                && let Some((pose, _)) = self.verify_against(features, keyframe)?
+            {
+                return Ok(Some(pose));
+            }
+        }
+        Ok(None)
+    }
+
+    /// ICP of the frame's depth against the reference keyframe's, from `world_from_camera`. Returns the
+    /// refined pose when ICP converges near it (or, with `depth_only`, converges at all).
+    fn refine_icp(
+        &self,
+        depth: &gst_core::DepthImage,
+        world_from_camera: &Isometry3<f64>,
+        depth_only: bool,
+    ) -> Option<Isometry3<f64>> {
+        let (reference_id, model) = self.reference.as_ref()?;
+        let reference = self.keyframes.get(*reference_id as usize)?;
+        let range = (self.config.orb.min_depth_m, self.config.orb.max_depth_m);
+        let points = frame_points(&self.camera, depth, self.config.icp_step, range);
+        let start = reference.world_from_camera.inverse() * world_from_camera;
+        let mut estimate = start;
+        let result = crate::icp::align(model, &points, &mut estimate, 0.1, 12)?;
+        let change = start.inverse() * estimate;
+        let good = result.inliers * 3 >= points.len()
+            && result.rmse_m < 0.02
+            && result.conditioning > 1e-3
+            && (depth_only || (change.translation.vector.norm() < 0.05 && angle_deg(&change) < 3.0));
+        good.then(|| reference.world_from_camera * estimate)
+    }
+
+    fn insert_keyframe(
+        &mut self,
+        frame: &RgbdFrame,
+        depth: &gst_core::DepthImage,
+        features: Features,
+        matches: &[(u32, u32)],
+        world_from_camera: Isometry3<f64>,
+    ) -> Result<(), SlamError> {
+        let id = self.keyframes.len() as u32;
+        let mut points = vec![None; features.len()];
+        for &(p, f) in matches {
+            if let Some(slot) = points.get_mut(f as usize) {
+                *slot = Some(p);
+            }
+        }
+        for (f, keypoint) in features.keypoints.iter().enumerate() {
+            if points[f].is_some() {
+                continue;
+            }
+            let Some(z) = keypoint.depth_m else { continue };
+            let position_in_anchor = self.camera.unproject(
+                &nalgebra::Point2::new(f64::from(keypoint.u), f64::from(keypoint.v)),
+                f64::from(z),
+            );
+            let point_id = self.points.len() as u32;
+            self.points.push(MapPoint {
+                anchor: id,
+                position_in_anchor,
+                position: world_from_camera * position_in_anchor,
+                descriptor: features.descriptors[f],
+                octave: keypoint.octave,
+                found: 1,
+                local_stamp: 0,
+            });
+            points[f] = Some(point_id);
+        }
+        for (f, descriptor) in features.descriptors.iter().enumerate() {
+            if points[f].is_some() {
+                self.index.insert(id, f as u32, descriptor);
+            }
+        }
+        let node = self.graph.add_node(Pose3(world_from_camera), id == 0)?;
+        let previous = self.keyframes.last().map(|k| (k.node, k.world_from_camera));
+        if let Some((previous_node, previous_pose)) = previous {
+            self.graph.add_edge(Edge {
+                a: previous_node,
+                b: node,
+                a_from_b: Pose3(previous_pose.inverse() * world_from_camera),
+                information: Edge::isotropic_information(0.005, 0.2f64.to_radians()),
+                kind: EdgeKind::Odometry,
+            })?;
+        }
+        // Covisibility: older keyframes whose points this keyframe tracked.
+        let mut shared: HashMap<u32, usize> = HashMap::new();
+        for &(p, _) in matches {
+            if let Some(point) = self.points.get(p as usize) {
+                *shared.entry(point.anchor).or_insert(0) += 1;
+            }
+        }
+        let mut shared: Vec<(u32, usize)> =
+            shared.into_iter().filter(|&(k, n)| n >= 40 && k + 1 < id).collect();
+        shared.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        for &(k, _) in shared.iter().take(3) {
+            let other = &self.keyframes[k as usize];
+            self.graph.add_edge(Edge {
+                a: other.node,
+                b: node,
+                a_from_b: Pose3(other.world_from_camera.inverse() * world_from_camera),
+                information: Edge::isotropic_information(0.01, 0.4f64.to_radians()),
+                kind: EdgeKind::Odometry,
+            })?;
+        }
+        self.keyframes.push(Keyframe {
+            id,
+            frame_index: frame.index,
+            timestamp_s: frame.timestamp_s,
+            world_from_camera,
+            features,
+            points,
+            node,
+        });
+        let range = (self.config.orb.min_depth_m, self.config.orb.max_depth_m);
+        self.reference = Some((id, DepthModel::new(&self.camera, depth, self.config.icp_step, range)));
+        self.frames_since_keyframe = 0;
+        self.stats.keyframes = self.keyframes.len();
+        self.stats.map_points = self.points.len();
+        if self.config.loop_closing {
+            self.close_loops(id)?;
+        }
+        Ok(())
+    }
+
+    /// Loop closing for keyframe `id` (see the module documentation).
+    fn close_loops(&mut self, id: u32) -> Result<(), SlamError> {
+        let Some(current) = self.keyframes.get(id as usize) else { return Ok(()) };
+        let min_age = self.config.loop_min_age_keyframes as u32;
+        if id < min_age {
+            return Ok(());
+        }
+        let position = current.world_from_camera.translation.vector;
+        let forward = current.world_from_camera.rotation * nalgebra::Vector3::z();
+        let old = |k: u32| k + min_age > id;
+        let mut candidates: Vec<u32> = Vec::new();
+        // Near the estimated position, looking the same way (drift allowing).
+        let mut near: Vec<(f64, u32)> = self
+            .keyframes
+            .iter()
+            .filter(|k| !old(k.id))
+            .filter_map(|k| {
+                let d = (k.world_from_camera.translation.vector - position).norm();
+                let f = k.world_from_camera.rotation * nalgebra::Vector3::z();
+                (d < 2.0 && f.dot(&forward) > 0.5).then_some((d, k.id))
+            })
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        candidates.extend(near.iter().take(2).map(|(_, k)| *k));
+        // Voted for by appearance.
+        let voted = self.index.vote(&current.features.descriptors, 50, old);
+        for &(k, votes) in voted.iter().take(2) {
+            if votes >= 30 && !candidates.contains(&k) {
+                candidates.push(k);
+            }
+        }
+        let mut closed = 0;
+        for k in candidates {
+            let (Some(candidate), Some(current)) = (self.keyframes.get(k as usize), self.keyframes.get(id as usize))
+            else {
+                continue;
+            };
+            let Some((world_from_current, inliers)) = self.verify_against(&current.features, candidate)? else {
+                continue;
+            };
+            if inliers < self.config.loop_min_inliers {
+                continue;
+            }
+            // The candidate's points place the current keyframe in the candidate's (older) frame.
+            let measurement = candidate.world_from_camera.inverse() * world_from_current;
+            let estimate = candidate.world_from_camera.inverse() * current.world_from_camera;
+            let correction = estimate.inverse() * measurement;
+            tracing::debug!(
+                "loop: keyframe {id} ↔ {k}, {inliers} inliers, correction {:.3} m {:.2}°",
+                correction.translation.vector.norm(),
+                angle_deg(&correction)
+            );
+            let (a, b) = (candidate.node, current.node);
+            self.graph.add_edge(Edge {
+                a,
+                b,
+                a_from_b: Pose3(measurement),
+                information: Edge::isotropic_information(0.01, 0.4f64.to_radians()),
+                kind: EdgeKind::Loop,
+            })?;
+            closed += 1;
+        }
+        if closed > 0 {
+            self.stats.loop_closures += closed;
+            self.optimize_graph()?;
+        }
+        Ok(())
+    }
+
+    /// Optimises the pose graph and moves keyframes, map points and the current pose with it.
+    fn optimize_graph(&mut self) -> Result<(), SlamError> {
+        let before_last = self.reference_pose();
+        let summary = self.graph.optimize(&PoseGraphOptions::default())?;
+        tracing::debug!(
+            "pose graph: {} keyframes, cost {:.3} → {:.3} in {} iterations",
+            self.keyframes.len(),
+            summary.initial_cost,
+            summary.final_cost,
+            summary.iterations
+        );
+        for keyframe in &mut self.keyframes {
+            if let Some(pose) = self.graph.pose(keyframe.node) {
+                keyframe.world_from_camera = pose.0;
+            }
+        }
+        for point in &mut self.points {
+            if let Some(anchor) = self.keyframes.get(point.anchor as usize) {
+                point.position = anchor.world_from_camera * point.position_in_anchor;
+            }
+        }
+        let after = self.reference_pose();
+        if let Some(last) = self.last {
+            self.last = Some(after * before_last.inverse() * last);
+        }
+        Ok(())
+    }
+
+    /// Final optimisation; the trajectory of every tracked frame.
+    pub fn finish(mut self) -> Result<SlamOutput, SlamError> {
+        let started = std::time::Instant::now();
+        if self.stats.loop_closures > 0 {
+            self.optimize_graph()?;
+        }
+        let mut poses = Vec::with_capacity(self.frames.len());
+        for record in &self.frames {
+            let Some(reference) = self.keyframes.get(record.reference as usize) else { continue };
+            poses.push(TimedPose {
+                timestamp_s: record.timestamp_s,
+                world_from_camera: Pose3(reference.world_from_camera * record.reference_from_camera),
+            });
+        }
+        let trajectory = Trajectory::new(poses)?;
+        self.stats.tracking_seconds += started.elapsed().as_secs_f64();
+        let edges = self
+            .graph
+            .edges()
+            .iter()
+            .filter_map(|e| {
+                let a = self.keyframes.iter().find(|k| k.node == e.a)?.id;
+                let b = self.keyframes.iter().find(|k| k.node == e.b)?.id;
+                Some((a, b, e.kind))
+            })
+            .collect();
+        Ok(SlamOutput {
+            trajectory,
+            keyframes: self.keyframes,
+            map_points: self.points,
+            edges,
+            stats: self.stats,
+            camera: self.camera,
+        })
     }
 }
 

@@ -1,0 +1,224 @@
+//! ORB features through OpenCV, spread over the image, with their depth.
+
+use opencv::core::{CV_8UC1, KeyPoint, Mat, Scalar, Vector};
+use opencv::features2d::{ORB, ORB_ScoreType};
+use opencv::prelude::*;
+
+use gst_core::{DepthImage, RgbImage};
+
+use crate::SlamError;
+
+/// A 256-bit ORB descriptor.
+pub type Descriptor = [u8; 32];
+
+/// Hamming distance of two descriptors.
+#[inline]
+pub fn hamming(a: &Descriptor, b: &Descriptor) -> u32 {
+    let mut distance = 0;
+    for k in 0..4 {
+        let x = u64::from_ne_bytes(a[8 * k..8 * k + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_ne_bytes(b[8 * k..8 * k + 8].try_into().unwrap_or([0; 8]));
+        distance += (x ^ y).count_ones();
+    }
+    distance
+}
+
+/// One keypoint: pixel position, pyramid level, and depth (metres, `None` where the depth image has none).
+#[derive(Clone, Copy, Debug)]
+pub struct Keypoint {
+    pub u: f32,
+    pub v: f32,
+    pub octave: u8,
+    pub depth_m: Option<f32>,
+}
+
+/// The features of one image.
+#[derive(Clone, Debug, Default)]
+pub struct Features {
+    pub keypoints: Vec<Keypoint>,
+    pub descriptors: Vec<Descriptor>,
+    /// Grid index for radius search: cell → feature indices.
+    grid: Vec<Vec<u32>>,
+    grid_cols: usize,
+    grid_rows: usize,
+}
+
+/// Side of a grid cell of the radius-search index, pixels.
+const GRID_CELL_PX: f32 = 16.0;
+
+impl Features {
+    pub fn len(&self) -> usize {
+        self.keypoints.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keypoints.is_empty()
+    }
+
+    fn build_grid(&mut self, width: u32, height: u32) {
+        self.grid_cols = (width as f32 / GRID_CELL_PX).ceil() as usize;
+        self.grid_rows = (height as f32 / GRID_CELL_PX).ceil() as usize;
+        self.grid = vec![Vec::new(); self.grid_cols * self.grid_rows];
+        for (k, keypoint) in self.keypoints.iter().enumerate() {
+            let cx = ((keypoint.u / GRID_CELL_PX) as usize).min(self.grid_cols - 1);
+            let cy = ((keypoint.v / GRID_CELL_PX) as usize).min(self.grid_rows - 1);
+            self.grid[cy * self.grid_cols + cx].push(k as u32);
+        }
+    }
+
+    /// Indices of the features within `radius` pixels of (u, v).
+    pub fn within(&self, u: f32, v: f32, radius: f32, out: &mut Vec<u32>) {
+        out.clear();
+        if self.grid.is_empty() {
+            return;
+        }
+        let cell = |x: f32, n: usize| ((x / GRID_CELL_PX).floor().max(0.0) as usize).min(n - 1);
+        let (x0, x1) = (cell(u - radius, self.grid_cols), cell(u + radius, self.grid_cols));
+        let (y0, y1) = (cell(v - radius, self.grid_rows), cell(v + radius, self.grid_rows));
+        let r2 = radius * radius;
+        for cy in y0..=y1 {
+            for cx in x0..=x1 {
+                for &k in &self.grid[cy * self.grid_cols + cx] {
+                    let p = &self.keypoints[k as usize];
+                    let (du, dv) = (p.u - u, p.v - v);
+                    if du * du + dv * dv <= r2 {
+                        out.push(k);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Settings of the ORB extractor.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrbConfig {
+    /// Features kept per image after spreading them over the grid.
+    pub features: usize,
+    /// Pyramid scale factor between levels.
+    pub scale_factor: f32,
+    pub levels: u8,
+    /// FAST threshold.
+    pub fast_threshold: u8,
+    /// Depth range in which a keypoint's depth is trusted, metres.
+    pub min_depth_m: f32,
+    pub max_depth_m: f32,
+}
+
+impl Default for OrbConfig {
+    fn default() -> Self {
+        Self {
+            features: 1000,
+            scale_factor: 1.2,
+            levels: 8,
+            fast_threshold: 12,
+            min_depth_m: 0.2,
+            max_depth_m: 8.0,
+        }
+    }
+}
+
+/// ORB through OpenCV: detects twice the wanted number, then keeps the strongest per grid cell so that
+/// features cover the whole image (OpenCV's ORB alone clusters them on the most textured objects).
+pub struct OrbExtractor {
+    orb: opencv::core::Ptr<ORB>,
+    config: OrbConfig,
+    gray: Mat,
+}
+
+impl std::fmt::Debug for OrbExtractor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrbExtractor").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// Cells of the spreading grid, across and down.
+const SPREAD_GRID: (usize, usize) = (16, 12);
+
+impl OrbExtractor {
+    pub fn new(config: &OrbConfig) -> Result<Self, SlamError> {
+        if config.features < 50 || config.levels == 0 || !(config.scale_factor > 1.0) {
+            return Err(SlamError::InvalidInput(format!("bad ORB settings: {config:?}")));
+        }
+        let orb = ORB::create(
+            (config.features * 2) as i32,
+            config.scale_factor,
+            i32::from(config.levels),
+            19,
+            0,
+            2,
+            ORB_ScoreType::HARRIS_SCORE,
+            31,
+            i32::from(config.fast_threshold),
+        )?;
+        Ok(Self { orb, config: config.clone(), gray: Mat::default() })
+    }
+
+    pub fn config(&self) -> &OrbConfig {
+        &self.config
+    }
+
+    /// Features of a colour image, with depth from `depth` where given (same size).
+    pub fn extract(&mut self, rgb: &RgbImage, depth: Option<&DepthImage>) -> Result<Features, SlamError> {
+        let (width, height) = (rgb.width(), rgb.height());
+        if self.gray.rows() != height as i32 || self.gray.cols() != width as i32 {
+            self.gray = Mat::new_rows_cols_with_default(height as i32, width as i32, CV_8UC1, Scalar::all(0.0))?;
+        }
+        let gray = self.gray.data_bytes_mut()?;
+        for (g, p) in gray.iter_mut().zip(rgb.data()) {
+            *g = ((77 * u32::from(p[0]) + 150 * u32::from(p[1]) + 29 * u32::from(p[2]) + 128) >> 8) as u8;
+        }
+        let mut keypoints = Vector::<KeyPoint>::new();
+        let mut descriptors = Mat::default();
+        self.orb.detect_and_compute(&self.gray, &Mat::default(), &mut keypoints, &mut descriptors, false)?;
+        let bytes = if descriptors.empty() { &[][..] } else { descriptors.data_bytes()? };
+
+        // Keep the strongest per cell, up to an even share, then fill with the strongest of the rest.
+        let (gx, gy) = SPREAD_GRID;
+        let mut order: Vec<usize> = (0..keypoints.len()).collect();
+        let responses: Vec<f32> = keypoints.iter().map(|k| k.response()).collect();
+        order.sort_by(|&a, &b| responses[b].total_cmp(&responses[a]).then(a.cmp(&b)));
+        let share = self.config.features.div_ceil(gx * gy).max(1);
+        let mut per_cell = vec![0usize; gx * gy];
+        let mut chosen = Vec::with_capacity(self.config.features);
+        let mut rest = Vec::new();
+        for &k in &order {
+            let Ok(kp) = keypoints.get(k) else { continue };
+            let pt = kp.pt();
+            let cx = ((pt.x / width as f32 * gx as f32) as usize).min(gx - 1);
+            let cy = ((pt.y / height as f32 * gy as f32) as usize).min(gy - 1);
+            if per_cell[cy * gx + cx] < share {
+                per_cell[cy * gx + cx] += 1;
+                chosen.push(k);
+            } else {
+                rest.push(k);
+            }
+        }
+        for k in rest {
+            if chosen.len() >= self.config.features {
+                break;
+            }
+            chosen.push(k);
+        }
+        chosen.truncate(self.config.features);
+        chosen.sort_unstable();
+
+        let mut features = Features::default();
+        for k in chosen {
+            let Ok(kp) = keypoints.get(k) else { continue };
+            let Some(row) = bytes.get(32 * k..32 * k + 32) else { continue };
+            let pt = kp.pt();
+            let depth_m = depth.and_then(|d| {
+                let z = *d.get(pt.x.round() as u32, pt.y.round() as u32)?;
+                (z.is_finite() && z >= self.config.min_depth_m && z <= self.config.max_depth_m).then_some(z)
+            });
+            let mut descriptor = [0u8; 32];
+            descriptor.copy_from_slice(row);
+            features.keypoints.push(Keypoint { u: pt.x, v: pt.y, octave: kp.octave().clamp(0, 255) as u8, depth_m });
+            features.descriptors.push(descriptor);
+        }
+        features.build_grid(width, height);
+        Ok(features)
+    }
+}
