@@ -68,6 +68,13 @@ pub fn run(args: &SlamArgs) -> Result<()> {
         "{} frames ({} lost), {} keyframes, {} map points, {} loop closures, {} relocalisations: {:.1} frames/s",
         stats.frames, lost, stats.keyframes, stats.map_points, stats.loop_closures, stats.relocalizations, fps
     );
+    tracing::info!(
+        "time per frame: ORB {:.1} ms, matching {:.1} ms, ICP {:.1} ms, keyframes {:.1} ms",
+        1e3 * stats.seconds_orb / stats.frames.max(1) as f64,
+        1e3 * stats.seconds_matching / stats.frames.max(1) as f64,
+        1e3 * stats.seconds_icp / stats.frames.max(1) as f64,
+        1e3 * stats.seconds_keyframes / stats.frames.max(1) as f64,
+    );
     if groundtruth.len() >= 3 {
         // Evaluation only: the recording's ground truth is never read by tracking.
         let truth = Trajectory::new(groundtruth)?;

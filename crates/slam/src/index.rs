@@ -60,18 +60,21 @@ impl DescriptorIndex {
     /// `max_distance`. Keyframes for which `skip` is true are left out. Sorted by votes, most first.
     pub fn vote(&self, queries: &[Descriptor], max_distance: u32, skip: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
         let mut votes: HashMap<u32, u32> = HashMap::new();
-        let mut seen: Vec<u32> = Vec::new();
+        // Which query last looked at each entry (stamps avoid clearing a set per query).
+        let mut seen_by: Vec<u32> = vec![u32::MAX; self.entries.len()];
         let mut voted: Vec<u32> = Vec::new();
-        for query in queries {
-            seen.clear();
+        for (q, query) in queries.iter().enumerate() {
+            let q = q as u32;
             voted.clear();
+            let mut looked = 0usize;
             for (k, table) in self.tables.iter().enumerate() {
                 let Some(bucket) = table.get(&chunk(query, k)) else { continue };
                 for &id in bucket {
-                    if seen.contains(&id) {
+                    if seen_by[id as usize] == q {
                         continue;
                     }
-                    seen.push(id);
+                    seen_by[id as usize] = q;
+                    looked += 1;
                     let entry = self.entries[id as usize];
                     if skip(entry.keyframe) || voted.contains(&entry.keyframe) {
                         continue;
@@ -82,7 +85,7 @@ impl DescriptorIndex {
                     }
                 }
                 // Very common chunks (flat image regions) would make a query expensive; enough seen.
-                if seen.len() > 2000 {
+                if looked > 2000 {
                     break;
                 }
             }

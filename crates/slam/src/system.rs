@@ -32,7 +32,7 @@ use gst_io::FrameSource;
 
 use crate::SlamError;
 use crate::features::{Descriptor, Features, OrbConfig, OrbExtractor, hamming};
-use crate::icp::{DepthModel, frame_points};
+use crate::icp::{DepthGrid, DepthModel};
 use crate::index::DescriptorIndex;
 use crate::optimize::{Observation, optimize_pose, pnp_ransac};
 use crate::pose_graph::{Edge, EdgeKind, NodeId, PoseGraph, PoseGraphOptions};
@@ -144,6 +144,12 @@ pub struct SlamStats {
     pub icp_refined: usize,
     /// Wall time spent in `track` and `finish`, seconds.
     pub tracking_seconds: f64,
+    /// Where that time went, seconds: ORB extraction, map matching and pose optimisation, ICP, keyframe
+    /// insertion and loop closing.
+    pub seconds_orb: f64,
+    pub seconds_matching: f64,
+    pub seconds_icp: f64,
+    pub seconds_keyframes: f64,
 }
 
 /// A map point: a 3D landmark with the descriptor of the keyframe feature that created it.
@@ -171,6 +177,8 @@ pub struct Keyframe {
     pub features: Features,
     /// The map point of each feature, if any.
     pub points: Vec<Option<u32>>,
+    /// Subsampled depth, to align later frames against this keyframe.
+    pub grid: DepthGrid,
     node: NodeId,
 }
 
@@ -298,15 +306,20 @@ impl Slam {
             self.mark_lost();
             return Ok(lost);
         };
+        let clock = std::time::Instant::now();
         let features = self.orb.extract(&frame.rgb, Some(depth))?;
+        self.stats.seconds_orb += clock.elapsed().as_secs_f64();
+        let clock = std::time::Instant::now();
         let with_depth = features.keypoints.iter().filter(|k| k.depth_m.is_some()).count();
+        let range = (self.config.orb.min_depth_m, self.config.orb.max_depth_m);
+        let grid = DepthGrid::new(&self.camera, depth, self.config.icp_step, range);
 
         if self.keyframes.is_empty() {
             if with_depth < 100 {
                 return Ok(FrameResult { state: TrackingState::Initializing, ..lost });
             }
             let pose = Isometry3::identity();
-            self.insert_keyframe(frame, depth, features, &[], pose)?;
+            self.insert_keyframe(frame, grid, features, &[], pose)?;
             self.record(frame.timestamp_s, pose);
             self.last = Some(pose);
             return Ok(FrameResult {
@@ -351,9 +364,11 @@ impl Slam {
             },
         };
 
+        self.stats.seconds_matching += clock.elapsed().as_secs_f64();
+        let clock = std::time::Instant::now();
         // 3. Depth refinement.
         if self.config.icp
-            && let Some(refined) = self.refine_icp(depth, &world_from_camera, matches.is_empty())
+            && let Some(refined) = self.refine_icp(&grid, &world_from_camera, matches.is_empty())
         {
             world_from_camera = refined;
             self.stats.icp_refined += 1;
@@ -362,6 +377,7 @@ impl Slam {
             return Ok(lost);
         }
 
+        self.stats.seconds_icp += clock.elapsed().as_secs_f64();
         let world_from_camera = normalized(world_from_camera);
         for &(point, _) in &matches {
             if let Some(p) = self.points.get_mut(point as usize) {
@@ -394,7 +410,9 @@ impl Slam {
             || relocalized;
         let inliers = matches.len();
         if new_keyframe {
-            self.insert_keyframe(frame, depth, features, &matches, world_from_camera)?;
+            let clock = std::time::Instant::now();
+            self.insert_keyframe(frame, grid, features, &matches, world_from_camera)?;
+            self.stats.seconds_keyframes += clock.elapsed().as_secs_f64();
         }
         self.record(frame.timestamp_s, self.last.unwrap_or(world_from_camera));
         Ok(FrameResult {
@@ -506,7 +524,8 @@ impl Slam {
                 }
             }
         }
-        let matches: Vec<(u32, u32)> = best.into_iter().map(|(f, (p, _))| (p, f)).collect();
+        let mut matches: Vec<(u32, u32)> = best.into_iter().map(|(f, (p, _))| (p, f)).collect();
+        matches.sort_unstable();
         if matches.len() < 6 {
             return None;
         }
@@ -571,7 +590,9 @@ impl Slam {
                 }
             }
         }
-        matches.into_iter().map(|(p, (f, _))| (p, f)).collect()
+        let mut matches: Vec<(u32, u32)> = matches.into_iter().map(|(p, (f, _))| (p, f)).collect();
+        matches.sort_unstable();
+        matches
     }
 
     /// PnP-RANSAC of the features against a keyframe's map points: `world_from_camera` and inliers.
@@ -621,31 +642,19 @@ impl Slam {
 
     /// ICP of the frame's depth against the reference keyframe's, from `world_from_camera`. Returns the
     /// refined pose when ICP converges near it (or, with `depth_only`, converges at all).
-    fn refine_icp(
-        &self,
-        depth: &gst_core::DepthImage,
-        world_from_camera: &Isometry3<f64>,
-        depth_only: bool,
-    ) -> Option<Isometry3<f64>> {
+    fn refine_icp(&self, grid: &DepthGrid, world_from_camera: &Isometry3<f64>, depth_only: bool) -> Option<Isometry3<f64>> {
         let (reference_id, model) = self.reference.as_ref()?;
         let reference = self.keyframes.get(*reference_id as usize)?;
-        let range = (self.config.orb.min_depth_m, self.config.orb.max_depth_m);
-        let points = frame_points(&self.camera, depth, self.config.icp_step, range);
         let start = reference.world_from_camera.inverse() * world_from_camera;
-        let mut estimate = start;
-        let result = crate::icp::align(model, &points, &mut estimate, 0.1, 12)?;
-        let change = start.inverse() * estimate;
-        let good = result.inliers * 3 >= points.len()
-            && result.rmse_m < 0.02
-            && result.conditioning > 1e-3
-            && (depth_only || (change.translation.vector.norm() < 0.05 && angle_deg(&change) < 3.0));
-        good.then(|| reference.world_from_camera * estimate)
+        let limit = if depth_only { None } else { Some((0.05, 3.0)) };
+        let estimate = icp_checked(model, &grid.points(), start, limit)?;
+        Some(reference.world_from_camera * estimate)
     }
 
     fn insert_keyframe(
         &mut self,
         frame: &RgbdFrame,
-        depth: &gst_core::DepthImage,
+        grid: DepthGrid,
         features: Features,
         matches: &[(u32, u32)],
         world_from_camera: Isometry3<f64>,
@@ -690,7 +699,7 @@ impl Slam {
                 a: previous_node,
                 b: node,
                 a_from_b: Pose3(previous_pose.inverse() * world_from_camera),
-                information: Edge::isotropic_information(0.005, 0.2f64.to_radians()),
+                information: Edge::isotropic_information(0.002, 0.1f64.to_radians()),
                 kind: EdgeKind::Odometry,
             })?;
         }
@@ -722,9 +731,9 @@ impl Slam {
             features,
             points,
             node,
+            grid,
         });
-        let range = (self.config.orb.min_depth_m, self.config.orb.max_depth_m);
-        self.reference = Some((id, DepthModel::new(&self.camera, depth, self.config.icp_step, range)));
+        self.reference = self.keyframes.last().map(|k| (id, DepthModel::new(&k.grid)));
         self.frames_since_keyframe = 0;
         self.stats.keyframes = self.keyframes.len();
         self.stats.map_points = self.points.len();
@@ -777,23 +786,25 @@ impl Slam {
             if inliers < self.config.loop_min_inliers {
                 continue;
             }
-            // The candidate's points place the current keyframe in the candidate's (older) frame.
-            let measurement = candidate.world_from_camera.inverse() * world_from_current;
+            // The candidate's points place the current keyframe in the candidate's (older) frame; ICP between
+            // the two keyframes' depth then makes the measurement precise.
+            let from_features = candidate.world_from_camera.inverse() * world_from_current;
+            let refined =
+                icp_checked(&DepthModel::new(&candidate.grid), &current.grid.points(), from_features, Some((0.1, 5.0)));
+            let (measurement, information) = match refined {
+                Some(measurement) => (measurement, Edge::isotropic_information(0.002, 0.1f64.to_radians())),
+                None => (from_features, Edge::isotropic_information(0.02, 1.0f64.to_radians())),
+            };
             let estimate = candidate.world_from_camera.inverse() * current.world_from_camera;
             let correction = estimate.inverse() * measurement;
             tracing::debug!(
-                "loop: keyframe {id} ↔ {k}, {inliers} inliers, correction {:.3} m {:.2}°",
+                "loop: keyframe {id} ↔ {k}, {inliers} inliers, ICP {}, correction {:.3} m {:.2}°",
+                refined.is_some(),
                 correction.translation.vector.norm(),
                 angle_deg(&correction)
             );
             let (a, b) = (candidate.node, current.node);
-            self.graph.add_edge(Edge {
-                a,
-                b,
-                a_from_b: Pose3(measurement),
-                information: Edge::isotropic_information(0.01, 0.4f64.to_radians()),
-                kind: EdgeKind::Loop,
-            })?;
+            self.graph.add_edge(Edge { a, b, a_from_b: Pose3(normalized(measurement)), information, kind: EdgeKind::Loop })?;
             closed += 1;
         }
         if closed > 0 {
@@ -866,6 +877,24 @@ impl Slam {
             camera: self.camera,
         })
     }
+}
+
+/// Point-to-plane ICP of `points` against `model` from `start` (model_from_points); the result when it
+/// converged with enough overlap and, with `limit` = (metres, degrees), stayed that close to the start.
+fn icp_checked(
+    model: &DepthModel,
+    points: &[Point3<f32>],
+    start: Isometry3<f64>,
+    limit: Option<(f64, f64)>,
+) -> Option<Isometry3<f64>> {
+    let mut estimate = start;
+    let result = crate::icp::align(model, points, &mut estimate, 0.1, 8)?;
+    let change = start.inverse() * estimate;
+    let good = result.inliers * 3 >= points.len()
+        && result.rmse_m < 0.02
+        && result.conditioning > 1e-3
+        && limit.is_none_or(|(m, deg)| change.translation.vector.norm() < m && angle_deg(&change) < deg);
+    good.then_some(estimate)
 }
 
 /// Runs SLAM over every frame of a source; `progress` is called after each frame with its index.
