@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use gst_core::{TimedPose, Trajectory};
 use gst_io::{SourceOptions, open_source_with};
 use gst_slam::metrics::{EvaluationOptions, evaluate};
-use gst_slam::{Slam, SlamConfig, TrackingState};
+use gst_slam::{Slam, SlamConfig, TrackingState, run_pipelined};
 
 #[derive(Debug, clap::Args)]
 pub struct SlamArgs {
@@ -48,24 +48,23 @@ pub fn run(args: &SlamArgs) -> Result<()> {
     let bar = crate::progress::bar(source.len().unwrap_or(0) as u64, "slam");
     let mut groundtruth = Vec::new();
     let mut lost = 0usize;
-    while let Some(frame) = source.next_frame()? {
-        let result = slam.track(&frame).with_context(|| format!("{}: frame {}", args.input.display(), frame.index))?;
+    run_pipelined(source.as_mut(), &mut slam, &mut |info, result| {
         if result.state == TrackingState::Lost {
             lost += 1;
         }
-        if let Some(pose) = frame.ground_truth {
-            groundtruth.push(TimedPose { timestamp_s: frame.timestamp_s, world_from_camera: pose });
+        if let Some(pose) = info.ground_truth {
+            groundtruth.push(TimedPose { timestamp_s: info.timestamp_s, world_from_camera: pose });
         }
         bar.inc(1);
-        bar.set_message(format!("slam kf {}", slam.stats().keyframes));
-    }
+    })
+    .with_context(|| format!("SLAM on {}", args.input.display()))?;
     bar.finish_and_clear();
     let output = slam.finish()?;
     gst_slam::output::write_outputs(&args.out, &output)?;
     let stats = &output.stats;
-    let fps = stats.frames as f64 / stats.tracking_seconds.max(1e-9);
+    let fps = stats.frames as f64 / stats.wall_seconds.max(1e-9);
     eprintln!(
-        "{} frames ({} lost), {} keyframes, {} map points, {} loop closures, {} relocalisations: {:.1} frames/s",
+        "{} frames ({} lost), {} keyframes, {} map points, {} loop closures, {} relocalisations: {:.1} frames/s (reading included)",
         stats.frames, lost, stats.keyframes, stats.map_points, stats.loop_closures, stats.relocalizations, fps
     );
     tracing::info!(

@@ -119,7 +119,7 @@ impl Default for OrbConfig {
     }
 }
 
-/// ORB through OpenCV: detects twice the wanted number, then keeps the strongest per grid cell so that
+/// ORB through OpenCV: detects 1.5 times the wanted number, then keeps the strongest per grid cell so that
 /// features cover the whole image (OpenCV's ORB alone clusters them on the most textured objects).
 pub struct OrbExtractor {
     orb: opencv::core::Ptr<ORB>,
@@ -142,7 +142,7 @@ impl OrbExtractor {
             return Err(SlamError::InvalidInput(format!("bad ORB settings: {config:?}")));
         }
         let orb = ORB::create(
-            (config.features * 2) as i32,
+            (config.features * 3 / 2) as i32,
             config.scale_factor,
             i32::from(config.levels),
             19,

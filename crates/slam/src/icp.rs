@@ -112,9 +112,10 @@ impl DepthModel {
         if p.z <= 0.0 {
             return None;
         }
-        let x = (self.fx * p.x / p.z + self.cx).round();
-        let y = (self.fy * p.y / p.z + self.cy).round();
-        if x < 0.0 || y < 0.0 || x >= self.width as f64 || y >= self.height as f64 {
+        // Nearest cell; `floor(x + 0.5)` through a cast (inputs are checked non-negative first).
+        let x = self.fx * p.x / p.z + self.cx + 0.5;
+        let y = self.fy * p.y / p.z + self.cy + 0.5;
+        if !(x >= 0.0 && y >= 0.0 && x < self.width as f64 && y < self.height as f64) {
             return None;
         }
         let k = y as usize * self.width + x as usize;
@@ -145,7 +146,13 @@ pub fn align(
 ) -> Option<IcpResult> {
     let mut pose = *model_from_frame;
     let mut result = None;
+    // Coarse to fine: all but the last two iterations use every third point.
+    let coarse: Vec<Point3<f32>> = points.iter().step_by(3).copied().collect();
+    let mut coarse_phase = true;
     for iteration in 0..iterations {
+        let use_coarse = coarse_phase && iteration + 2 < iterations;
+        let points = if use_coarse { &coarse[..] } else { points };
+        let min_count = if use_coarse { 40 } else { 100 };
         // The association distance shrinks from `max_distance_m` to a third of it.
         let t = iteration as f64 / (iterations.max(2) - 1) as f64;
         let gate = max_distance_m * (1.0 - 2.0 * t / 3.0);
@@ -176,7 +183,7 @@ pub fn align(
             .par_chunks(2048)
             .map(|chunk| chunk.iter().fold(zero(), accumulate))
             .reduce(zero, |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3));
-        if count < 100 {
+        if count < min_count {
             return None;
         }
         let conditioning = {
@@ -192,7 +199,11 @@ pub fn align(
             conditioning,
         });
         if step.norm() < 1e-5 {
-            break;
+            if !use_coarse {
+                break;
+            }
+            // Converged on the coarse points: finish with the fine ones.
+            coarse_phase = false;
         }
     }
     *model_from_frame = pose;

@@ -60,20 +60,18 @@ impl DescriptorIndex {
     /// `max_distance`. Keyframes for which `skip` is true are left out. Sorted by votes, most first.
     pub fn vote(&self, queries: &[Descriptor], max_distance: u32, skip: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
         let mut votes: HashMap<u32, u32> = HashMap::new();
-        // Which query last looked at each entry (stamps avoid clearing a set per query).
-        let mut seen_by: Vec<u32> = vec![u32::MAX; self.entries.len()];
+        let mut seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
         let mut voted: Vec<u32> = Vec::new();
-        for (q, query) in queries.iter().enumerate() {
-            let q = q as u32;
+        for query in queries {
             voted.clear();
+            seen.clear();
             let mut looked = 0usize;
             for (k, table) in self.tables.iter().enumerate() {
                 let Some(bucket) = table.get(&chunk(query, k)) else { continue };
                 for &id in bucket {
-                    if seen_by[id as usize] == q {
+                    if !seen.insert(id) {
                         continue;
                     }
-                    seen_by[id as usize] = q;
                     looked += 1;
                     let entry = self.entries[id as usize];
                     if skip(entry.keyframe) || voted.contains(&entry.keyframe) {
@@ -85,7 +83,7 @@ impl DescriptorIndex {
                     }
                 }
                 // Very common chunks (flat image regions) would make a query expensive; enough seen.
-                if looked > 2000 {
+                if looked > 300 {
                     break;
                 }
             }

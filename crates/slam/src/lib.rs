@@ -16,5 +16,6 @@ pub mod system;
 
 pub use error::SlamError;
 pub use system::{
-    FrameResult, Keyframe, MapPoint, Slam, SlamConfig, SlamOutput, SlamStats, TrackingState, run_slam,
+    FrameInfo, FrameResult, FrontEnd, Keyframe, MapPoint, PreparedFrame, Slam, SlamConfig, SlamOutput, SlamStats,
+    TrackingState, run_pipelined, run_slam,
 };

@@ -142,9 +142,11 @@ pub struct SlamStats {
     pub loop_closures: usize,
     /// Frames whose pose ICP refined.
     pub icp_refined: usize,
-    /// Wall time spent in `track` and `finish`, seconds.
+    /// Time spent in tracking (`track`, `track_prepared`) and `finish`, seconds.
     pub tracking_seconds: f64,
-    /// Where that time went, seconds: ORB extraction, map matching and pose optimisation, ICP, keyframe
+    /// Wall time of [`run_pipelined`]: reading, preparing and tracking every frame, seconds.
+    pub wall_seconds: f64,
+    /// Where the time went, seconds: ORB extraction (on the preparing thread when pipelined), map matching and pose optimisation, ICP, keyframe
     /// insertion and loop closing.
     pub seconds_orb: f64,
     pub seconds_matching: f64,
@@ -182,6 +184,76 @@ pub struct Keyframe {
     node: NodeId,
 }
 
+/// Which frame a keyframe comes from.
+#[derive(Clone, Copy, Debug)]
+struct FrameId {
+    index: usize,
+    timestamp_s: f64,
+}
+
+/// A frame made ready for tracking: what can be computed from the frame alone (features with depth, the depth
+/// grid), so that it can run on another thread while the previous frame is tracked.
+#[derive(Debug)]
+pub struct PreparedFrame {
+    pub index: usize,
+    pub timestamp_s: f64,
+    pub features: Features,
+    /// `None` when the frame has no depth.
+    pub grid: Option<DepthGrid>,
+    /// The recording's ground truth, passed through for evaluation (tracking never reads it).
+    pub ground_truth: Option<Pose3>,
+    /// Time spent preparing, seconds.
+    pub seconds: f64,
+}
+
+/// The per-frame work that does not need the map: ORB extraction and the depth grid.
+#[derive(Debug)]
+pub struct FrontEnd {
+    orb: OrbExtractor,
+    camera: PinholeCamera,
+    icp_step: u32,
+    range: (f32, f32),
+}
+
+impl FrontEnd {
+    pub fn new(camera: &PinholeCamera, config: &SlamConfig) -> Result<Self, SlamError> {
+        Ok(Self {
+            orb: OrbExtractor::new(&config.orb)?,
+            camera: camera.clone(),
+            icp_step: config.icp_step,
+            range: (config.orb.min_depth_m, config.orb.max_depth_m),
+        })
+    }
+
+    /// Features and depth grid of a frame. A frame of the wrong size is an error; one without depth is
+    /// prepared without a grid (tracking reports it lost).
+    pub fn prepare(&mut self, frame: &RgbdFrame) -> Result<PreparedFrame, SlamError> {
+        let started = std::time::Instant::now();
+        let size = (self.camera.width, self.camera.height);
+        let depth_size = frame.depth.as_ref().map(|d| (d.width(), d.height()));
+        if (frame.rgb.width(), frame.rgb.height()) != size || depth_size.is_some_and(|d| d != size) {
+            return Err(SlamError::InvalidInput(format!(
+                "frame {} is {}x{} (depth {depth_size:?}) but the calibration is {}x{}",
+                frame.index,
+                frame.rgb.width(),
+                frame.rgb.height(),
+                size.0,
+                size.1
+            )));
+        }
+        let features = self.orb.extract(&frame.rgb, frame.depth.as_ref())?;
+        let grid = frame.depth.as_ref().map(|d| DepthGrid::new(&self.camera, d, self.icp_step, self.range));
+        Ok(PreparedFrame {
+            index: frame.index,
+            timestamp_s: frame.timestamp_s,
+            features,
+            grid,
+            ground_truth: frame.ground_truth,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
 /// A frame's pose relative to its reference keyframe.
 #[derive(Clone, Debug)]
 struct FrameRecord {
@@ -208,7 +280,7 @@ pub struct SlamOutput {
 pub struct Slam {
     config: SlamConfig,
     camera: PinholeCamera,
-    orb: OrbExtractor,
+    front: FrontEnd,
     keyframes: Vec<Keyframe>,
     points: Vec<MapPoint>,
     index: DescriptorIndex,
@@ -244,7 +316,7 @@ impl Slam {
             ));
         }
         Ok(Self {
-            orb: OrbExtractor::new(&config.orb)?,
+            front: FrontEnd::new(&camera, &config)?,
             config,
             camera,
             keyframes: Vec::new(),
@@ -277,8 +349,14 @@ impl Slam {
     /// Tracks one frame. Frames without depth, of the wrong size or without features are reported `Lost`
     /// (an error only for a frame of the wrong size).
     pub fn track(&mut self, frame: &RgbdFrame) -> Result<FrameResult, SlamError> {
+        let prepared = self.front.prepare(frame)?;
+        self.track_prepared(prepared)
+    }
+
+    /// Tracks a frame that [`FrontEnd::prepare`] made ready (see [`run_pipelined`]).
+    pub fn track_prepared(&mut self, prepared: PreparedFrame) -> Result<FrameResult, SlamError> {
         let started = std::time::Instant::now();
-        let result = self.track_inner(frame);
+        let result = self.track_inner(prepared);
         self.stats.tracking_seconds += started.elapsed().as_secs_f64();
         self.stats.frames += 1;
         self.frame_counter += 1;
@@ -289,30 +367,18 @@ impl Slam {
         Ok(result)
     }
 
-    fn track_inner(&mut self, frame: &RgbdFrame) -> Result<FrameResult, SlamError> {
-        if (frame.rgb.width(), frame.rgb.height()) != (self.camera.width, self.camera.height) {
-            return Err(SlamError::InvalidInput(format!(
-                "frame {} is {}x{} but the calibration is {}x{}",
-                frame.index,
-                frame.rgb.width(),
-                frame.rgb.height(),
-                self.camera.width,
-                self.camera.height
-            )));
-        }
+    fn track_inner(&mut self, prepared: PreparedFrame) -> Result<FrameResult, SlamError> {
         let lost = FrameResult { state: TrackingState::Lost, world_from_camera: None, keyframe: false, inliers: 0 };
-        let Some(depth) = frame.depth.as_ref() else {
-            tracing::debug!("frame {}: no depth", frame.index);
+        self.stats.seconds_orb += prepared.seconds;
+        let PreparedFrame { index, timestamp_s, features, grid, .. } = prepared;
+        let Some(grid) = grid else {
+            tracing::debug!("frame {index}: no depth");
             self.mark_lost();
             return Ok(lost);
         };
         let clock = std::time::Instant::now();
-        let features = self.orb.extract(&frame.rgb, Some(depth))?;
-        self.stats.seconds_orb += clock.elapsed().as_secs_f64();
-        let clock = std::time::Instant::now();
         let with_depth = features.keypoints.iter().filter(|k| k.depth_m.is_some()).count();
-        let range = (self.config.orb.min_depth_m, self.config.orb.max_depth_m);
-        let grid = DepthGrid::new(&self.camera, depth, self.config.icp_step, range);
+        let frame = FrameId { index, timestamp_s };
 
         if self.keyframes.is_empty() {
             if with_depth < 100 {
@@ -320,7 +386,7 @@ impl Slam {
             }
             let pose = Isometry3::identity();
             self.insert_keyframe(frame, grid, features, &[], pose)?;
-            self.record(frame.timestamp_s, pose);
+            self.record(timestamp_s, pose);
             self.last = Some(pose);
             return Ok(FrameResult {
                 state: TrackingState::Tracking,
@@ -414,7 +480,7 @@ impl Slam {
             self.insert_keyframe(frame, grid, features, &matches, world_from_camera)?;
             self.stats.seconds_keyframes += clock.elapsed().as_secs_f64();
         }
-        self.record(frame.timestamp_s, self.last.unwrap_or(world_from_camera));
+        self.record(timestamp_s, self.last.unwrap_or(world_from_camera));
         Ok(FrameResult {
             state: if relocalized { TrackingState::Relocalized } else { TrackingState::Tracking },
             world_from_camera: self.last.map(Pose3),
@@ -653,7 +719,7 @@ impl Slam {
 
     fn insert_keyframe(
         &mut self,
-        frame: &RgbdFrame,
+        frame: FrameId,
         grid: DepthGrid,
         features: Features,
         matches: &[(u32, u32)],
@@ -767,15 +833,27 @@ impl Slam {
             .collect();
         near.sort_by(|a, b| a.0.total_cmp(&b.0));
         candidates.extend(near.iter().take(2).map(|(_, k)| *k));
-        // Voted for by appearance.
-        let voted = self.index.vote(&current.features.descriptors, 50, old);
-        for &(k, votes) in voted.iter().take(2) {
-            if votes >= 30 && !candidates.contains(&k) {
-                candidates.push(k);
-            }
+        let mut closed = self.verify_loops(id, &candidates)?;
+        // Voted for by appearance, when the estimated position found nothing (drift larger than the search).
+        if closed == 0 {
+            let current = &self.keyframes[id as usize];
+            // Every third descriptor is plenty to find a place and a third of the cost.
+            let queries: Vec<Descriptor> = current.features.descriptors.iter().step_by(3).copied().collect();
+            let voted = self.index.vote(&queries, 50, |k| old(k) || candidates.contains(&k));
+            let voted: Vec<u32> = voted.iter().take(2).filter(|(_, votes)| *votes >= 15).map(|(k, _)| *k).collect();
+            closed = self.verify_loops(id, &voted)?;
         }
+        if closed > 0 {
+            self.stats.loop_closures += closed;
+            self.optimize_graph()?;
+        }
+        Ok(())
+    }
+
+    /// Verifies loop candidates for keyframe `id`, adding an edge for each verified one; returns how many.
+    fn verify_loops(&mut self, id: u32, candidates: &[u32]) -> Result<usize, SlamError> {
         let mut closed = 0;
-        for k in candidates {
+        for &k in candidates {
             let (Some(candidate), Some(current)) = (self.keyframes.get(k as usize), self.keyframes.get(id as usize))
             else {
                 continue;
@@ -807,11 +885,7 @@ impl Slam {
             self.graph.add_edge(Edge { a, b, a_from_b: Pose3(normalized(measurement)), information, kind: EdgeKind::Loop })?;
             closed += 1;
         }
-        if closed > 0 {
-            self.stats.loop_closures += closed;
-            self.optimize_graph()?;
-        }
-        Ok(())
+        Ok(closed)
     }
 
     /// Optimises the pose graph and moves keyframes, map points and the current pose with it.
@@ -897,16 +971,64 @@ fn icp_checked(
     good.then_some(estimate)
 }
 
-/// Runs SLAM over every frame of a source; `progress` is called after each frame with its index.
+/// What [`run_pipelined`] tells about each frame besides its tracking result.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameInfo {
+    pub index: usize,
+    pub timestamp_s: f64,
+    /// The recording's ground truth, for evaluation only.
+    pub ground_truth: Option<Pose3>,
+}
+
+/// Runs SLAM over every frame of a source, reading and preparing frame k+1 on a second thread while frame k
+/// is tracked (as ORB-SLAM splits its threads). `on_frame` sees each prepared frame's index, ground truth
+/// and tracking result. Sets `stats.wall_seconds` (reading included).
+pub fn run_pipelined(
+    source: &mut (dyn FrameSource + Send),
+    slam: &mut Slam,
+    on_frame: &mut dyn FnMut(&FrameInfo, &FrameResult),
+) -> Result<(), SlamError> {
+    let started = std::time::Instant::now();
+    let mut front = FrontEnd::new(&slam.camera, &slam.config)?;
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<PreparedFrame, SlamError>>(4);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(move || {
+            loop {
+                let next = match source.next_frame() {
+                    Ok(Some(frame)) => front.prepare(&frame),
+                    Ok(None) => break,
+                    Err(error) => Err(error.into()),
+                };
+                let failed = next.is_err();
+                if sender.send(next).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for prepared in receiver {
+            let prepared = prepared?;
+            let info = FrameInfo {
+                index: prepared.index,
+                timestamp_s: prepared.timestamp_s,
+                ground_truth: prepared.ground_truth,
+            };
+            let result = slam.track_prepared(prepared)?;
+            on_frame(&info, &result);
+        }
+        Ok(())
+    });
+    slam.stats.wall_seconds += started.elapsed().as_secs_f64();
+    result
+}
+
+/// Runs SLAM over every frame of a source ([`run_pipelined`]); `progress` is called after each frame with its
+/// index.
 pub fn run_slam(
-    source: &mut dyn FrameSource,
+    source: &mut (dyn FrameSource + Send),
     config: &SlamConfig,
     progress: &mut dyn FnMut(usize),
 ) -> Result<SlamOutput, SlamError> {
     let mut slam = Slam::new(source.calibration(), config.clone())?;
-    while let Some(frame) = source.next_frame()? {
-        slam.track(&frame)?;
-        progress(frame.index);
-    }
+    run_pipelined(source, &mut slam, &mut |info, _| progress(info.index))?;
     slam.finish()
 }
