@@ -319,7 +319,10 @@ pub fn build_scene(
     video.finish()?;
     tum.finish()?;
     let annotations = annotations.finish();
-    tracing::debug!("{scene_name}: exploration rendered and written in {:.1} s", started.elapsed().as_secs_f64());
+    tracing::debug!(
+        "{scene_name}: exploration rendered and written in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     let scene_dir = paths.scene_dir();
     gst_io::atomic_write(&scene_dir.join("scene.json"), scene.to_json().as_bytes())?;
@@ -357,6 +360,19 @@ pub fn build_scene(
         &config.views,
         &mut rng,
     )?;
+    // The views' true poses, for evaluation (relocalisation accuracy) and oracle modes; never given to a model.
+    let view_records: Vec<serde_json::Value> = views
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            serde_json::json!({
+                "image": paths.image(&format!("view_{k:02}.png")).1,
+                "world_from_camera": v.world_from_camera,
+                "room": v.room,
+            })
+        })
+        .collect();
+    gst_io::write_json(&scene_dir.join("views.json"), &view_records)?;
     let mut view_paths = Vec::new();
     for (k, view) in views.iter().enumerate() {
         let image = render(&render_scene, &camera, &view.world_from_camera, &options).rgb;
@@ -522,9 +538,9 @@ pub fn build_scene(
             &mut rng,
         );
         tracing::debug!("{scene_name}: top-down selection at {:.1} s", started.elapsed().as_secs_f64());
-        let written = writing
-            .join()
-            .unwrap_or_else(|_| Err(BenchError::Generate(format!("{scene_name}: the video writer panicked"))));
+        let written = writing.join().unwrap_or_else(|_| {
+            Err(BenchError::Generate(format!("{scene_name}: the video writer panicked")))
+        });
         tracing::debug!("{scene_name}: videos written at {:.1} s", started.elapsed().as_secs_f64());
         selection.and(written)
     })?;

@@ -31,8 +31,8 @@ pub struct SlamArgs {
 fn read_config(path: Option<&Path>) -> Result<SlamConfig> {
     let Some(path) = path else { return Ok(SlamConfig::default()) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let config: SlamConfig =
-        serde_json::from_str(&text).with_context(|| format!("{}: not a valid SLAM config", path.display()))?;
+    let config: SlamConfig = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a valid SLAM config", path.display()))?;
     config.validate().with_context(|| path.display().to_string())?;
     Ok(config)
 }
@@ -42,7 +42,11 @@ pub fn run(args: &SlamArgs) -> Result<()> {
     let options = SourceOptions { calibration: args.calib.clone(), ..SourceOptions::default() };
     let mut source = open_source_with(&args.input, &options)?;
     if !source.has_depth() {
-        anyhow::bail!("{}: {} has no depth; gst slam needs RGB-D frames", args.input.display(), source.name());
+        anyhow::bail!(
+            "{}: {} has no depth; gst slam needs RGB-D frames",
+            args.input.display(),
+            source.name()
+        );
     }
     let mut slam = Slam::new(source.calibration(), config)?;
     let bar = crate::progress::bar(source.len().unwrap_or(0) as u64, "slam");
@@ -65,7 +69,13 @@ pub fn run(args: &SlamArgs) -> Result<()> {
     let fps = stats.frames as f64 / stats.wall_seconds.max(1e-9);
     eprintln!(
         "{} frames ({} lost), {} keyframes, {} map points, {} loop closures, {} relocalisations: {:.1} frames/s (reading included)",
-        stats.frames, lost, stats.keyframes, stats.map_points, stats.loop_closures, stats.relocalizations, fps
+        stats.frames,
+        lost,
+        stats.keyframes,
+        stats.map_points,
+        stats.loop_closures,
+        stats.relocalizations,
+        fps
     );
     tracing::info!(
         "time per frame: ORB {:.1} ms, matching {:.1} ms, ICP {:.1} ms, keyframes {:.1} ms",

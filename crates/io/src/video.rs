@@ -66,7 +66,8 @@ fn open_gstreamer(path: &Path, fps: f64, size: Size) -> Option<videoio::VideoWri
         "appsrc ! videoconvert ! video/x-raw,format=I420 ! x264enc {X264_SETTINGS} ! mp4mux ! \
          filesink location=\"{location}\""
     );
-    let writer = videoio::VideoWriter::new_with_backend(&pipeline, videoio::CAP_GSTREAMER, 0, fps, size, true);
+    let writer =
+        videoio::VideoWriter::new_with_backend(&pipeline, videoio::CAP_GSTREAMER, 0, fps, size, true);
     match writer {
         Ok(writer) if writer.is_opened().unwrap_or(false) => Some(writer),
         _ => None,
@@ -109,7 +110,8 @@ fn warn_fallback_once() {
 /// with 0 (1904-01-01, what FFmpeg writes), in place. Returns how many boxes were patched.
 fn zero_mp4_times(path: &Path) -> Result<usize, String> {
     use std::io::{Read, Seek, SeekFrom, Write};
-    let mut file = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| e.to_string())?;
+    let mut file =
+        std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| e.to_string())?;
     let length = file.metadata().map_err(|e| e.to_string())?.len();
     // Find the `moov` box among the top-level boxes, reading headers only (`mdat` is most of the file).
     let mut offset = 0u64;
@@ -554,7 +556,10 @@ mod tests {
         writer.finish()?;
         let bytes = std::fs::read(&path)?;
         let text = String::from_utf8_lossy(&bytes);
-        assert!(text.contains(" threads=1 ") && text.contains("subme=1 "), "x264 options: superfast, 1 thread");
+        assert!(
+            text.contains(" threads=1 ") && text.contains("subme=1 "),
+            "x264 options: superfast, 1 thread"
+        );
         // Patched once more, the file has the same three boxes and nothing else to zero.
         assert_eq!(zero_mp4_times(&path)?, 3);
         assert_eq!(std::fs::read(&path)?, bytes, "times were already zero");

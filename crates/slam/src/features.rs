@@ -163,7 +163,8 @@ impl OrbExtractor {
     pub fn extract(&mut self, rgb: &RgbImage, depth: Option<&DepthImage>) -> Result<Features, SlamError> {
         let (width, height) = (rgb.width(), rgb.height());
         if self.gray.rows() != height as i32 || self.gray.cols() != width as i32 {
-            self.gray = Mat::new_rows_cols_with_default(height as i32, width as i32, CV_8UC1, Scalar::all(0.0))?;
+            self.gray =
+                Mat::new_rows_cols_with_default(height as i32, width as i32, CV_8UC1, Scalar::all(0.0))?;
         }
         let gray = self.gray.data_bytes_mut()?;
         for (g, p) in gray.iter_mut().zip(rgb.data()) {
@@ -215,7 +216,12 @@ impl OrbExtractor {
             });
             let mut descriptor = [0u8; 32];
             descriptor.copy_from_slice(row);
-            features.keypoints.push(Keypoint { u: pt.x, v: pt.y, octave: kp.octave().clamp(0, 255) as u8, depth_m });
+            features.keypoints.push(Keypoint {
+                u: pt.x,
+                v: pt.y,
+                octave: kp.octave().clamp(0, 255) as u8,
+                depth_m,
+            });
             features.descriptors.push(descriptor);
         }
         features.build_grid(width, height);

@@ -30,7 +30,8 @@ impl DepthGrid {
         let mut z = Vec::with_capacity(width * height);
         for y in 0..height {
             for x in 0..width {
-                let d = depth.get(x as u32 * step + step / 2, y as u32 * step + step / 2).copied().unwrap_or(0.0);
+                let d =
+                    depth.get(x as u32 * step + step / 2, y as u32 * step + step / 2).copied().unwrap_or(0.0);
                 z.push(if d.is_finite() && d >= range.0 && d <= range.1 { d } else { 0.0 });
             }
         }
@@ -50,13 +51,20 @@ impl DepthGrid {
     fn vertex(&self, x: usize, y: usize) -> Option<Point3<f32>> {
         let z = self.z[y * self.width + x];
         (z > 0.0).then(|| {
-            Point3::new(((x as f64 - self.cx) / self.fx) as f32 * z, ((y as f64 - self.cy) / self.fy) as f32 * z, z)
+            Point3::new(
+                ((x as f64 - self.cx) / self.fx) as f32 * z,
+                ((y as f64 - self.cy) / self.fy) as f32 * z,
+                z,
+            )
         })
     }
 
     /// The grid's points in its camera frame.
     pub fn points(&self) -> Vec<Point3<f32>> {
-        (0..self.height).flat_map(|y| (0..self.width).map(move |x| (x, y))).filter_map(|(x, y)| self.vertex(x, y)).collect()
+        (0..self.height)
+            .flat_map(|y| (0..self.width).map(move |x| (x, y)))
+            .filter_map(|(x, y)| self.vertex(x, y))
+            .collect()
     }
 }
 
@@ -76,8 +84,10 @@ pub struct DepthModel {
 impl DepthModel {
     pub fn new(grid: &DepthGrid) -> Self {
         let (width, height) = (grid.width, grid.height);
-        let vertices: Vec<Option<Point3<f32>>> =
-            (0..height).flat_map(|y| (0..width).map(move |x| (x, y))).map(|(x, y)| grid.vertex(x, y)).collect();
+        let vertices: Vec<Option<Point3<f32>>> = (0..height)
+            .flat_map(|y| (0..width).map(move |x| (x, y)))
+            .map(|(x, y)| grid.vertex(x, y))
+            .collect();
         let mut normals = vec![None; width * height];
         for y in 1..height.saturating_sub(1) {
             for x in 1..width.saturating_sub(1) {

@@ -12,6 +12,9 @@ use crate::features::{Descriptor, hamming};
 
 const CHUNKS: usize = 16;
 
+/// Buckets holding more descriptors than this are skipped by queries.
+const MAX_BUCKET: usize = 256;
+
 /// A stored descriptor: which keyframe and which of its features.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -58,21 +61,28 @@ impl DescriptorIndex {
 
     /// Votes of `queries` for keyframes: each query counts once per keyframe holding a descriptor within
     /// `max_distance`. Keyframes for which `skip` is true are left out. Sorted by votes, most first.
-    pub fn vote(&self, queries: &[Descriptor], max_distance: u32, skip: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
+    pub fn vote(
+        &self,
+        queries: &[Descriptor],
+        max_distance: u32,
+        skip: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, u32)> {
         let mut votes: HashMap<u32, u32> = HashMap::new();
         let mut seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
         let mut voted: Vec<u32> = Vec::new();
         for query in queries {
             voted.clear();
             seen.clear();
-            let mut looked = 0usize;
             for (k, table) in self.tables.iter().enumerate() {
                 let Some(bucket) = table.get(&chunk(query, k)) else { continue };
+                // A chunk value shared by very many descriptors (flat image regions) says little and costs much.
+                if bucket.len() > MAX_BUCKET {
+                    continue;
+                }
                 for &id in bucket {
                     if !seen.insert(id) {
                         continue;
                     }
-                    looked += 1;
                     let entry = self.entries[id as usize];
                     if skip(entry.keyframe) || voted.contains(&entry.keyframe) {
                         continue;
@@ -81,10 +91,6 @@ impl DescriptorIndex {
                         voted.push(entry.keyframe);
                         *votes.entry(entry.keyframe).or_insert(0) += 1;
                     }
-                }
-                // Very common chunks (flat image regions) would make a query expensive; enough seen.
-                if looked > 300 {
-                    break;
                 }
             }
         }

@@ -8,14 +8,16 @@ pub mod error;
 pub mod features;
 pub mod icp;
 pub mod index;
+pub mod metrics;
 pub mod optimize;
 pub mod output;
-pub mod metrics;
 pub mod pose_graph;
+pub mod relocalize;
 pub mod system;
 
 pub use error::SlamError;
+pub use relocalize::{Relocalization, Relocalizer};
 pub use system::{
-    FrameInfo, FrameResult, FrontEnd, Keyframe, MapPoint, PreparedFrame, Slam, SlamConfig, SlamOutput, SlamStats,
-    TrackingState, run_pipelined, run_slam,
+    FrameInfo, FrameResult, FrontEnd, Keyframe, MapPoint, PreparedFrame, Slam, SlamConfig, SlamOutput,
+    SlamStats, TrackingState, run_pipelined, run_slam,
 };

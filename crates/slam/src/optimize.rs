@@ -135,7 +135,7 @@ pub fn optimize_pose(
     inlier.iter().filter(|&&b| b).count()
 }
 
-/// PnP-RANSAC (OpenCV, EPnP inside RANSAC) on 2D–3D correspondences: `camera_from_world` and the inlier
+/// PnP-RANSAC (OpenCV: AP3P minimal solutions inside RANSAC, up to 1000 iterations, refined on the inliers) on 2D–3D correspondences: `camera_from_world` and the inlier
 /// mask, or `None` when no consensus of at least `min_inliers` is found.
 pub fn pnp_ransac(
     camera: &PinholeCamera,
@@ -147,17 +147,11 @@ pub fn pnp_ransac(
     if points_world.len() < min_inliers.max(6) || points_world.len() != pixels.len() {
         return Ok(None);
     }
-    let objects: Vector<opencv::core::Point3f> = points_world
-        .iter()
-        .map(|p| opencv::core::Point3f::new(p.x as f32, p.y as f32, p.z as f32))
-        .collect();
+    let objects: Vector<opencv::core::Point3f> =
+        points_world.iter().map(|p| opencv::core::Point3f::new(p.x as f32, p.y as f32, p.z as f32)).collect();
     let images: Vector<opencv::core::Point2f> =
         pixels.iter().map(|p| opencv::core::Point2f::new(p[0] as f32, p[1] as f32)).collect();
-    let k = Mat::from_slice_2d(&[
-        [camera.fx, 0.0, camera.cx],
-        [0.0, camera.fy, camera.cy],
-        [0.0, 0.0, 1.0],
-    ])?;
+    let k = Mat::from_slice_2d(&[[camera.fx, 0.0, camera.cx], [0.0, camera.fy, camera.cy], [0.0, 0.0, 1.0]])?;
     let mut rvec = Mat::default();
     let mut tvec = Mat::default();
     let mut inliers = Vector::<i32>::new();
@@ -169,11 +163,11 @@ pub fn pnp_ransac(
         &mut rvec,
         &mut tvec,
         false,
-        200,
+        1000,
         reprojection_px as f32,
         0.999,
         &mut inliers,
-        opencv::calib3d::SOLVEPNP_EPNP,
+        opencv::calib3d::SOLVEPNP_AP3P,
     )?;
     if !found || inliers.len() < min_inliers {
         return Ok(None);
@@ -202,7 +196,8 @@ mod tests {
     fn scene(rng: &mut impl Rng, camera: &PinholeCamera, truth: &Isometry3<f64>) -> Vec<Observation> {
         (0..300)
             .filter_map(|_| {
-                let p_c = Point3::new(rng.gen_range(-2.0..2.0), rng.gen_range(-1.5..1.5), rng.gen_range(1.0..6.0));
+                let p_c =
+                    Point3::new(rng.gen_range(-2.0..2.0), rng.gen_range(-1.5..1.5), rng.gen_range(1.0..6.0));
                 let uv = camera.project(&p_c)?;
                 camera.contains(&uv).then(|| Observation {
                     point_world: truth.inverse() * p_c,
@@ -250,7 +245,8 @@ mod tests {
         }
         let points: Vec<_> = obs.iter().map(|o| o.point_world).collect();
         let pixels: Vec<_> = obs.iter().map(|o| [o.u, o.v]).collect();
-        let (pose, mask) = pnp_ransac(&camera, &points, &pixels, 3.0, 30)?.ok_or(SlamError::Optimisation("none".into()))?;
+        let (pose, mask) =
+            pnp_ransac(&camera, &points, &pixels, 3.0, 30)?.ok_or(SlamError::Optimisation("none".into()))?;
         assert!(mask.iter().filter(|&&m| m).count() >= obs.len() - 62);
         assert!((pose.inverse() * truth).translation.vector.norm() < 1e-3);
         Ok(())

@@ -72,7 +72,10 @@ pub fn write_outputs(dir: &Path, output: &SlamOutput) -> Result<(), SlamError> {
             },
         })
         .collect();
-    gst_io::write_json(&dir.join("keyframes.json"), &KeyframeFile { camera: &output.camera, keyframes, edges })?;
+    gst_io::write_json(
+        &dir.join("keyframes.json"),
+        &KeyframeFile { camera: &output.camera, keyframes, edges },
+    )?;
     let mut ply = String::new();
     let _ = write!(
         ply,

@@ -100,7 +100,8 @@ impl SlamConfig {
         if self.icp_step == 0 {
             return bad("icp_step must be positive");
         }
-        if !(self.keyframe_distance_m > 0.0 && self.keyframe_angle_deg > 0.0) || self.keyframe_max_frames == 0 {
+        if !(self.keyframe_distance_m > 0.0 && self.keyframe_angle_deg > 0.0) || self.keyframe_max_frames == 0
+        {
             return bad("keyframe thresholds must be positive");
         }
         Ok(())
@@ -298,7 +299,10 @@ pub struct Slam {
 
 /// Re-normalises the rotation (compositions accumulate rounding in the quaternion).
 fn normalized(pose: Isometry3<f64>) -> Isometry3<f64> {
-    Isometry3::from_parts(pose.translation, nalgebra::UnitQuaternion::new_normalize(pose.rotation.into_inner()))
+    Isometry3::from_parts(
+        pose.translation,
+        nalgebra::UnitQuaternion::new_normalize(pose.rotation.into_inner()),
+    )
 }
 
 fn angle_deg(pose: &Isometry3<f64>) -> f64 {
@@ -368,7 +372,8 @@ impl Slam {
     }
 
     fn track_inner(&mut self, prepared: PreparedFrame) -> Result<FrameResult, SlamError> {
-        let lost = FrameResult { state: TrackingState::Lost, world_from_camera: None, keyframe: false, inliers: 0 };
+        let lost =
+            FrameResult { state: TrackingState::Lost, world_from_camera: None, keyframe: false, inliers: 0 };
         self.stats.seconds_orb += prepared.seconds;
         let PreparedFrame { index, timestamp_s, features, grid, .. } = prepared;
         let Some(grid) = grid else {
@@ -560,7 +565,11 @@ impl Slam {
                 }
                 let u = self.camera.fx * p.x / p.z + self.camera.cx;
                 let v = self.camera.fy * p.y / p.z + self.camera.cy;
-                if u < 0.0 || v < 0.0 || u >= f64::from(self.camera.width) || v >= f64::from(self.camera.height) {
+                if u < 0.0
+                    || v < 0.0
+                    || u >= f64::from(self.camera.width)
+                    || v >= f64::from(self.camera.height)
+                {
                     continue;
                 }
                 let r = radius * scale.powi(i32::from(point.octave));
@@ -581,7 +590,8 @@ impl Slam {
                     }
                 }
                 let Some(f) = best_feature else { continue };
-                if d1 > self.config.max_descriptor_distance || (d2 != u32::MAX && d1 as f32 > 0.9 * d2 as f32) {
+                if d1 > self.config.max_descriptor_distance || (d2 != u32::MAX && d1 as f32 > 0.9 * d2 as f32)
+                {
                     continue;
                 }
                 let entry = best.entry(f).or_insert((point_id, u32::MAX));
@@ -630,44 +640,22 @@ impl Slam {
         (camera_from_world, inliers)
     }
 
-    /// Brute-force matching of features to a keyframe's features that have map points: (point, feature).
     fn match_keyframe(&self, features: &Features, keyframe: &Keyframe) -> Vec<(u32, u32)> {
-        let mut matches: HashMap<u32, (u32, u32)> = HashMap::new();
-        for (f, descriptor) in features.descriptors.iter().enumerate() {
-            let (mut d1, mut d2, mut best) = (u32::MAX, u32::MAX, None);
-            for (k, point) in keyframe.points.iter().enumerate() {
-                let Some(point) = point else { continue };
-                let d = hamming(descriptor, &keyframe.features.descriptors[k]);
-                if d < d1 {
-                    d2 = d1;
-                    d1 = d;
-                    best = Some(*point);
-                } else if d < d2 {
-                    d2 = d;
-                }
-            }
-            if let Some(point) = best
-                && d1 <= self.config.max_descriptor_distance
-                && (d2 == u32::MAX || (d1 as f32) < 0.8 * d2 as f32)
-            {
-                let entry = matches.entry(point).or_insert((f as u32, u32::MAX));
-                if d1 < entry.1 {
-                    *entry = (f as u32, d1);
-                }
-            }
-        }
-        let mut matches: Vec<(u32, u32)> = matches.into_iter().map(|(p, (f, _))| (p, f)).collect();
-        matches.sort_unstable();
-        matches
+        match_to_keyframe(features, keyframe, self.config.max_descriptor_distance)
     }
 
     /// PnP-RANSAC of the features against a keyframe's map points: `world_from_camera` and inliers.
-    fn verify_against(&self, features: &Features, keyframe: &Keyframe) -> Result<Option<(Isometry3<f64>, usize)>, SlamError> {
+    fn verify_against(
+        &self,
+        features: &Features,
+        keyframe: &Keyframe,
+    ) -> Result<Option<(Isometry3<f64>, usize)>, SlamError> {
         let matches = self.match_keyframe(features, keyframe);
         if matches.len() < self.config.min_tracked {
             return Ok(None);
         }
-        let points: Vec<Point3<f64>> = matches.iter().map(|&(p, _)| self.points[p as usize].position).collect();
+        let points: Vec<Point3<f64>> =
+            matches.iter().map(|&(p, _)| self.points[p as usize].position).collect();
         let pixels: Vec<[f64; 2]> = matches
             .iter()
             .map(|&(_, f)| {
@@ -675,18 +663,25 @@ impl Slam {
                 [f64::from(k.u), f64::from(k.v)]
             })
             .collect();
-        let Some((camera_from_world, mask)) = pnp_ransac(&self.camera, &points, &pixels, 4.0, self.config.min_tracked)? else {
+        let Some((camera_from_world, mask)) =
+            pnp_ransac(&self.camera, &points, &pixels, 4.0, self.config.min_tracked)?
+        else {
             return Ok(None);
         };
         let inlier_matches: Vec<(u32, u32)> =
             matches.iter().zip(&mask).filter(|(_, ok)| **ok).map(|(m, _)| *m).collect();
-        let (camera_from_world, inliers) = self.optimize_matches(features, &inlier_matches, camera_from_world);
+        let (camera_from_world, inliers) =
+            self.optimize_matches(features, &inlier_matches, camera_from_world);
         Ok((inliers.len() >= self.config.min_tracked).then(|| (camera_from_world.inverse(), inliers.len())))
     }
 
     /// Finds the camera in the map by features alone: the reference keyframe first, then keyframes voted
     /// for by the descriptor index (`global`).
-    fn relocalize_features(&self, features: &Features, global: bool) -> Result<Option<Isometry3<f64>>, SlamError> {
+    fn relocalize_features(
+        &self,
+        features: &Features,
+        global: bool,
+    ) -> Result<Option<Isometry3<f64>>, SlamError> {
         if let Some(reference) = self.reference_keyframe()
             && let Some((pose, _)) = self.verify_against(features, reference)?
         {
@@ -708,7 +703,12 @@ impl Slam {
 
     /// ICP of the frame's depth against the reference keyframe's, from `world_from_camera`. Returns the
     /// refined pose when ICP converges near it (or, with `depth_only`, converges at all).
-    fn refine_icp(&self, grid: &DepthGrid, world_from_camera: &Isometry3<f64>, depth_only: bool) -> Option<Isometry3<f64>> {
+    fn refine_icp(
+        &self,
+        grid: &DepthGrid,
+        world_from_camera: &Isometry3<f64>,
+        depth_only: bool,
+    ) -> Option<Isometry3<f64>> {
         let (reference_id, model) = self.reference.as_ref()?;
         let reference = self.keyframes.get(*reference_id as usize)?;
         let start = reference.world_from_camera.inverse() * world_from_camera;
@@ -840,7 +840,8 @@ impl Slam {
             // Every third descriptor is plenty to find a place and a third of the cost.
             let queries: Vec<Descriptor> = current.features.descriptors.iter().step_by(3).copied().collect();
             let voted = self.index.vote(&queries, 50, |k| old(k) || candidates.contains(&k));
-            let voted: Vec<u32> = voted.iter().take(2).filter(|(_, votes)| *votes >= 15).map(|(k, _)| *k).collect();
+            let voted: Vec<u32> =
+                voted.iter().take(2).filter(|(_, votes)| *votes >= 15).map(|(k, _)| *k).collect();
             closed = self.verify_loops(id, &voted)?;
         }
         if closed > 0 {
@@ -854,11 +855,13 @@ impl Slam {
     fn verify_loops(&mut self, id: u32, candidates: &[u32]) -> Result<usize, SlamError> {
         let mut closed = 0;
         for &k in candidates {
-            let (Some(candidate), Some(current)) = (self.keyframes.get(k as usize), self.keyframes.get(id as usize))
+            let (Some(candidate), Some(current)) =
+                (self.keyframes.get(k as usize), self.keyframes.get(id as usize))
             else {
                 continue;
             };
-            let Some((world_from_current, inliers)) = self.verify_against(&current.features, candidate)? else {
+            let Some((world_from_current, inliers)) = self.verify_against(&current.features, candidate)?
+            else {
                 continue;
             };
             if inliers < self.config.loop_min_inliers {
@@ -867,8 +870,12 @@ impl Slam {
             // The candidate's points place the current keyframe in the candidate's (older) frame; ICP between
             // the two keyframes' depth then makes the measurement precise.
             let from_features = candidate.world_from_camera.inverse() * world_from_current;
-            let refined =
-                icp_checked(&DepthModel::new(&candidate.grid), &current.grid.points(), from_features, Some((0.1, 5.0)));
+            let refined = icp_checked(
+                &DepthModel::new(&candidate.grid),
+                &current.grid.points(),
+                from_features,
+                Some((0.1, 5.0)),
+            );
             let (measurement, information) = match refined {
                 Some(measurement) => (measurement, Edge::isotropic_information(0.002, 0.1f64.to_radians())),
                 None => (from_features, Edge::isotropic_information(0.02, 1.0f64.to_radians())),
@@ -882,7 +889,13 @@ impl Slam {
                 angle_deg(&correction)
             );
             let (a, b) = (candidate.node, current.node);
-            self.graph.add_edge(Edge { a, b, a_from_b: Pose3(normalized(measurement)), information, kind: EdgeKind::Loop })?;
+            self.graph.add_edge(Edge {
+                a,
+                b,
+                a_from_b: Pose3(normalized(measurement)),
+                information,
+                kind: EdgeKind::Loop,
+            })?;
             closed += 1;
         }
         Ok(closed)
@@ -951,6 +964,42 @@ impl Slam {
             camera: self.camera,
         })
     }
+}
+
+/// Brute-force matching of features to a keyframe's features that have map points, with Lowe's ratio test
+/// (0.8) and one feature per point: (map point, feature) pairs, sorted.
+pub(crate) fn match_to_keyframe(
+    features: &Features,
+    keyframe: &Keyframe,
+    max_distance: u32,
+) -> Vec<(u32, u32)> {
+    let mut matches: HashMap<u32, (u32, u32)> = HashMap::new();
+    for (f, descriptor) in features.descriptors.iter().enumerate() {
+        let (mut d1, mut d2, mut best) = (u32::MAX, u32::MAX, None);
+        for (k, point) in keyframe.points.iter().enumerate() {
+            let Some(point) = point else { continue };
+            let d = hamming(descriptor, &keyframe.features.descriptors[k]);
+            if d < d1 {
+                d2 = d1;
+                d1 = d;
+                best = Some(*point);
+            } else if d < d2 {
+                d2 = d;
+            }
+        }
+        if let Some(point) = best
+            && d1 <= max_distance
+            && (d2 == u32::MAX || (d1 as f32) < 0.8 * d2 as f32)
+        {
+            let entry = matches.entry(point).or_insert((f as u32, u32::MAX));
+            if d1 < entry.1 {
+                *entry = (f as u32, d1);
+            }
+        }
+    }
+    let mut matches: Vec<(u32, u32)> = matches.into_iter().map(|(p, (f, _))| (p, f)).collect();
+    matches.sort_unstable();
+    matches
 }
 
 /// Point-to-plane ICP of `points` against `model` from `start` (model_from_points); the result when it

@@ -1,0 +1,203 @@
+//! SLAM end to end on a rendered episode: accuracy against the simulator's ground truth (evaluation only),
+//! relocalisation of current views, robustness to bad frames, and `gst slam`'s outputs and errors.
+
+mod common;
+
+use std::path::Path;
+
+use gst_core::{Calibration, PinholeCamera, Pose3, RgbdFrame, Trajectory};
+use gst_io::{TumWriter, open_source};
+use gst_sim::explore::{ExploreConfig, explore};
+use gst_sim::geometry::build_render_scene;
+use gst_sim::noise::DepthNoise;
+use gst_sim::render::{RenderOptions, render};
+use gst_sim::scene::{SceneConfig, generate_scene};
+use gst_sim::views::{ViewConfig, sample_current_views};
+use gst_sim::walk::FreeSpace;
+use gst_slam::metrics::{EvaluationOptions, evaluate};
+use gst_slam::{Relocalizer, Slam, SlamConfig, TrackingState, run_slam};
+use rand::SeedableRng;
+
+/// A three-room house explored for ~40 s at 10 fps, exported as TUM RGB-D (optionally with depth noise), and
+/// current views off the path with their true poses.
+type Views = Vec<(gst_core::RgbImage, Pose3)>;
+
+/// Also returns current views off the path and, for comparison, frames on the path (every 37th, so rarely a
+/// keyframe itself), as RGB images with their true poses.
+fn episode(dir: &Path, noise: bool) -> anyhow::Result<(Trajectory, Views, Views)> {
+    let library = common::library();
+    let mut config = SceneConfig::default();
+    config.plan.min_rooms = 3;
+    config.plan.max_rooms = 3;
+    let scene = generate_scene(21, &config, &library)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
+    let explore_config = ExploreConfig { fps: 10.0, duration_s: [30.0, 60.0], ..ExploreConfig::default() };
+    let trajectory = explore(&scene, &explore_config, &mut rng)?;
+    let render_scene = build_render_scene(&scene, &library)?;
+    let camera = PinholeCamera::gst_benchmark();
+    let calibration = Calibration { camera, depth_scale: Some(5000.0), camera_name: Some("gst".into()) };
+    let mut writer = TumWriter::create(dir, &calibration)?;
+    let model = if noise { DepthNoise::default() } else { DepthNoise::none() };
+    for pose in trajectory.poses() {
+        let frame = render(&render_scene, &camera, &pose.world_from_camera, &RenderOptions::default());
+        let depth = model.apply(&frame.depth, &mut rng);
+        writer.add_frame(pose.timestamp_s, &frame.rgb, &depth, Some(&pose.world_from_camera))?;
+    }
+    writer.finish()?;
+    let free = FreeSpace::new(&scene, explore_config.clearance_m);
+    let path: Vec<[f64; 2]> = trajectory
+        .poses()
+        .iter()
+        .map(|p| [p.world_from_camera.translation().x, p.world_from_camera.translation().y])
+        .collect();
+    let views = sample_current_views(
+        &scene,
+        &render_scene,
+        &camera,
+        &free,
+        &path,
+        12,
+        &ViewConfig::default(),
+        &mut rng,
+    )?;
+    let image = |pose: &Pose3| render(&render_scene, &camera, pose, &RenderOptions::default()).rgb;
+    let views = views.iter().map(|v| (image(&v.world_from_camera), v.world_from_camera)).collect();
+    let path = trajectory
+        .poses()
+        .iter()
+        .step_by(37)
+        .map(|p| (image(&p.world_from_camera), p.world_from_camera))
+        .collect();
+    Ok((trajectory, views, path))
+}
+
+#[test]
+fn tracks_a_rendered_episode_and_relocalises_current_views() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (truth, views, path) = episode(dir.path(), false)?;
+    let mut source = open_source(dir.path(), None)?;
+    let output = run_slam(source.as_mut(), &SlamConfig::default(), &mut |_| {})?;
+    assert_eq!(output.trajectory.len(), truth.len(), "every frame tracked");
+    assert_eq!(output.stats.lost_frames, 0);
+    let evaluation = evaluate(&truth, &output.trajectory, &EvaluationOptions::default())?;
+    let ate = evaluation.ate.translation_m.rmse;
+    assert!(ate < 0.02, "ATE RMSE {ate} m over {} frames", truth.len());
+
+    // Relocalisation of RGB images without depth. The estimate's world is the first camera's; the ATE
+    // alignment maps it onto the truth's.
+    let alignment = evaluation.alignment.ok_or_else(|| anyhow::anyhow!("no alignment"))?;
+    let mut relocalizer = Relocalizer::new(&output, &SlamConfig::default())?;
+    let mut within = |image: &gst_core::RgbImage, truth: &Pose3| -> anyhow::Result<bool> {
+        let Some(found) = relocalizer.relocalize(image)? else { return Ok(false) };
+        assert!((0.0..=1.0).contains(&found.confidence));
+        let estimate = alignment.transform_pose(&found.world_from_camera);
+        let position_error = (estimate.translation() - truth.translation()).norm();
+        let heading_error = (estimate.rotation().inverse() * truth.rotation()).angle().to_degrees();
+        Ok(position_error < 0.3 && heading_error < 10.0)
+    };
+    // Frames along the explored path: nearly all.
+    let mut on_path = (0, path.len());
+    for (image, pose) in &path {
+        on_path.0 += usize::from(within(image, pose)?);
+    }
+    assert!(
+        on_path.0 * 10 >= on_path.1 * 9,
+        "{} of {} path frames relocalised within 0.3 m and 10°",
+        on_path.0,
+        on_path.1
+    );
+    // Current views off the path (≥ 0.5 m away, any heading) are much harder for ORB: measured, reported.
+    let mut off_path = 0;
+    for (image, true_pose) in &views {
+        off_path += usize::from(within(image, true_pose)?);
+    }
+    eprintln!(
+        "relocalised within 0.3 m and 10°: {} of {} path frames, {off_path} of {} off-path views",
+        on_path.0,
+        on_path.1,
+        views.len()
+    );
+
+    // The command writes the documented files.
+    let out = dir.path().join("slam-out");
+    let run = common::run(&[
+        "slam",
+        "--input",
+        dir.path().to_str().unwrap_or_default(),
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(run.status.success(), "{}", common::stderr(&run));
+    assert!(common::stderr(&run).contains("ATE RMSE"), "{}", common::stderr(&run));
+    let written = gst_io::read_trajectory_tum(&out.join("trajectory.tum"))?;
+    assert_eq!(written.len(), truth.len());
+    let keyframes: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("keyframes.json"))?)?;
+    assert!(keyframes["keyframes"].as_array().is_some_and(|k| k.len() >= 10));
+    assert!(std::fs::read_to_string(out.join("map_points.ply"))?.starts_with("ply\nformat ascii 1.0"));
+    Ok(())
+}
+
+#[test]
+fn tracks_with_depth_noise() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (truth, _, _) = episode(dir.path(), true)?;
+    let mut source = open_source(dir.path(), None)?;
+    let output = run_slam(source.as_mut(), &SlamConfig::default(), &mut |_| {})?;
+    let ate = evaluate(&truth, &output.trajectory, &EvaluationOptions::default())?.ate.translation_m.rmse;
+    assert!(ate < 0.04, "ATE RMSE {ate} m with depth noise");
+    Ok(())
+}
+
+#[test]
+fn bad_frames_are_lost_not_fatal() -> anyhow::Result<()> {
+    let camera = PinholeCamera::gst_benchmark();
+    let calibration = Calibration { camera, depth_scale: None, camera_name: None };
+    let mut slam = Slam::new(&calibration, SlamConfig::default())?;
+    let black = gst_core::Image::filled(camera.width, camera.height, [0u8; 3]);
+    let frame = |index: usize, depth: Option<gst_core::DepthImage>| RgbdFrame {
+        index,
+        timestamp_s: index as f64 * 0.1,
+        rgb: black.clone(),
+        depth,
+        ground_truth: None,
+    };
+    // No map yet and nothing to see: still initialising.
+    let result = slam.track(&frame(0, Some(gst_core::Image::filled(camera.width, camera.height, 2.0))))?;
+    assert_eq!(result.state, TrackingState::Initializing);
+    // No depth at all: lost, not an error.
+    assert_eq!(slam.track(&frame(1, None))?.state, TrackingState::Lost);
+    // Wrong size: an error that says so.
+    let small = RgbdFrame { rgb: gst_core::Image::filled(8, 8, [0u8; 3]), ..frame(2, None) };
+    let error = slam.track(&small).expect_err("wrong size").to_string();
+    assert!(error.contains("8x8"), "{error}");
+    Ok(())
+}
+
+#[test]
+fn gst_slam_writes_its_outputs_and_names_bad_input() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let out = dir.path().join("out");
+    let missing = dir.path().join("nowhere");
+    let output = common::run(&[
+        "slam",
+        "--input",
+        missing.to_str().unwrap_or_default(),
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    common::assert_clean_failure(&output, &["nowhere"]);
+
+    let bad_config = dir.path().join("slam.json");
+    std::fs::write(&bad_config, r#"{ "icp_step": 0 }"#)?;
+    let output = common::run(&[
+        "slam",
+        "--input",
+        missing.to_str().unwrap_or_default(),
+        "--out",
+        out.to_str().unwrap_or_default(),
+        "--config",
+        bad_config.to_str().unwrap_or_default(),
+    ]);
+    common::assert_clean_failure(&output, &["slam.json", "icp_step"]);
+    Ok(())
+}
