@@ -135,6 +135,9 @@ pub fn optimize_pose(
     inlier.iter().filter(|&&b| b).count()
 }
 
+/// A PnP solution: `camera_from_world` and the inlier mask of the correspondences.
+pub type PnpSolution = (Isometry3<f64>, Vec<bool>);
+
 /// PnP-RANSAC (OpenCV: AP3P minimal solutions inside RANSAC, up to 1000 iterations, refined on the inliers) on 2D–3D correspondences: `camera_from_world` and the inlier
 /// mask, or `None` when no consensus of at least `min_inliers` is found.
 pub fn pnp_ransac(
@@ -143,7 +146,7 @@ pub fn pnp_ransac(
     pixels: &[[f64; 2]],
     reprojection_px: f64,
     min_inliers: usize,
-) -> Result<Option<(Isometry3<f64>, Vec<bool>)>, SlamError> {
+) -> Result<Option<PnpSolution>, SlamError> {
     if points_world.len() < min_inliers.max(6) || points_world.len() != pixels.len() {
         return Ok(None);
     }

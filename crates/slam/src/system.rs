@@ -220,7 +220,7 @@ impl FrontEnd {
     pub fn new(camera: &PinholeCamera, config: &SlamConfig) -> Result<Self, SlamError> {
         Ok(Self {
             orb: OrbExtractor::new(&config.orb)?,
-            camera: camera.clone(),
+            camera: *camera,
             icp_step: config.icp_step,
             range: (config.orb.min_depth_m, config.orb.max_depth_m),
         })
@@ -254,6 +254,9 @@ impl FrontEnd {
         })
     }
 }
+
+/// A tracked pose (`world_from_camera`) and its inlier matches (map point, feature).
+type TrackedPose = (Isometry3<f64>, Vec<(u32, u32)>);
 
 /// A frame's pose relative to its reference keyframe.
 #[derive(Clone, Debug)]
@@ -312,7 +315,7 @@ fn angle_deg(pose: &Isometry3<f64>) -> f64 {
 impl Slam {
     pub fn new(calibration: &Calibration, config: SlamConfig) -> Result<Self, SlamError> {
         config.validate()?;
-        let camera = calibration.camera.clone();
+        let camera = calibration.camera;
         camera.validate()?;
         if !camera.distortion.is_zero() {
             return Err(SlamError::InvalidInput(
@@ -417,11 +420,11 @@ impl Slam {
             }
         }
         let mut relocalized = false;
-        if tracked.as_ref().is_none_or(|t| t.1.len() < self.config.min_tracked) {
-            if let Some(pose) = self.relocalize_features(&features, was_lost)? {
-                tracked = self.track_local_map(&features, pose, self.config.search_radius_px);
-                relocalized = was_lost;
-            }
+        if tracked.as_ref().is_none_or(|t| t.1.len() < self.config.min_tracked)
+            && let Some(pose) = self.relocalize_features(&features, was_lost)?
+        {
+            tracked = self.track_local_map(&features, pose, self.config.search_radius_px);
+            relocalized = was_lost;
         }
         let (mut world_from_camera, matches) = match tracked {
             Some((pose, matches)) if matches.len() >= self.config.min_tracked => (pose, matches),
@@ -545,7 +548,7 @@ impl Slam {
         features: &Features,
         predicted: Isometry3<f64>,
         radius: f32,
-    ) -> Option<(Isometry3<f64>, Vec<(u32, u32)>)> {
+    ) -> Option<TrackedPose> {
         let stamp = self.frame_counter * 2 + usize::from(radius > self.config.search_radius_px) + 1;
         let camera_from_world = predicted.inverse();
         let mut best: HashMap<u32, (u32, u32)> = HashMap::new(); // feature -> (point, distance)
