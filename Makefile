@@ -13,12 +13,13 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench build
+.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
 	@echo "make test   fmt check, clippy -D warnings, the whole test suite"
 	@echo "make bench  renderer throughput against Open3D's RaycastingScene"
+	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
 
 setup: setup-apt setup-venv
@@ -40,7 +41,7 @@ $(VENV)/.setup-done: python/requirements.txt scripts/write-env.sh
 	bash scripts/write-env.sh $(VENV)
 	@touch $@
 
-# Open3D is only needed as the peer in `make bench`.
+# Open3D is only needed as the peer in `make bench` and `make bench-slam`.
 setup-bench: setup
 	@$(PYTHON) -c "import open3d" 2>/dev/null || $(PYTHON) -m pip install -q --disable-pip-version-check -r python/requirements-bench.txt
 
@@ -66,3 +67,7 @@ test: fmt layers clippy unit
 
 bench: setup-bench build
 	source $(VENV)/env.sh && $(GST) bench render --out bench-out/render --python $(PYTHON)
+
+# Generated scenes and their noisy copies are cached in out/bench-slam/ and reused by later runs.
+bench-slam: setup-bench build
+	source $(VENV)/env.sh && $(GST) bench slam --scenes 3 --out out/bench-slam --python $(PYTHON)

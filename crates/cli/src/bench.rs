@@ -1,5 +1,6 @@
 //! `gst bench render`: renderer throughput on a furnished 6-room house, and in the same run the same mesh's
 //! depth through Open3D's `RaycastingScene` (the peer), with a depth cross-check between the two.
+//! `gst bench slam` lives in [`crate::bench_slam`].
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +30,12 @@ pub struct BenchArgs {
 pub enum BenchKind {
     /// Render throughput (RGB + depth + ids at 640x512) against Open3D's RaycastingScene depth.
     Render(RenderBenchArgs),
+    /// SLAM accuracy (ATE, RPE), tracking rate and peak memory on generated explorations, clean and noisy
+    /// depth, against Open3D's RGB-D odometry chained frame to frame.
+    Slam(crate::bench_slam::SlamBenchArgs),
+    /// One run of our SLAM for `gst bench slam`, in its own process (peak memory per sequence).
+    #[command(hide = true)]
+    SlamRun(crate::bench_slam::SlamRunArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -83,6 +90,8 @@ struct BenchReport {
 pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.which {
         BenchKind::Render(args) => run_render(args),
+        BenchKind::Slam(args) => crate::bench_slam::run(args),
+        BenchKind::SlamRun(args) => crate::bench_slam::run_child(args),
     }
 }
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_slam;
 mod generate_cmd;
 mod progress;
 mod render_cmd;
@@ -34,7 +35,7 @@ enum Command {
     Scene(scene_cmd::SceneArgs),
     /// Render one view of a scene: rgb.png, depth.png (16-bit, 1 unit = 0.2 mm) and ids.png.
     Render(render_cmd::RenderArgs),
-    /// Benchmarks against named peers (`gst bench render`).
+    /// Benchmarks against named peers (`gst bench render`, `gst bench slam`).
     Bench(bench::BenchArgs),
     /// The demo that `make demo` runs.
     Demo(scene_cmd::DemoArgs),
