@@ -17,6 +17,8 @@
 //! can be built in parallel and in any order with byte-identical results.
 
 use std::collections::BTreeMap;
+
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 use nalgebra::Point3;
@@ -673,13 +675,21 @@ fn topdown_selection(
     for (task, same_size) in [(TaskId::TopdownSelectionEasy, false), (TaskId::TopdownSelectionMedium, true)] {
         let mut distractors = Vec::new();
         let mut k = if same_size { 100 } else { 0 };
+        // Candidates are built four at a time in parallel and checked in order, so the choice does not depend
+        // on the thread count.
+        const BATCH: u64 = 4;
         while distractors.len() < 3 && k < 200 {
-            let image = other(k, same_size)?;
-            k += 1;
-            if binary_iou(truth, &image) < config.max_distractor_iou
-                && distractors.iter().all(|d| binary_iou(d, &image) < 0.98)
-            {
-                distractors.push(image);
+            let batch: Vec<Result<Image<u8>, BenchError>> =
+                (k..k + BATCH).into_par_iter().map(|j| other(j, same_size)).collect();
+            k += BATCH;
+            for image in batch {
+                let image = image?;
+                if distractors.len() < 3
+                    && binary_iou(truth, &image) < config.max_distractor_iou
+                    && distractors.iter().all(|d| binary_iou(d, &image) < 0.98)
+                {
+                    distractors.push(image);
+                }
             }
         }
         add_topdown_question(paths, task, truth, distractors, video, set, rng)?;

@@ -175,9 +175,11 @@ fn add_room(scene: &Scene, rng: &mut impl Rng) -> Option<Scene> {
     let snap = |v: f64| (v / crate::plan::SNAP_M).round() * crate::plan::SNAP_M;
     for w in exterior {
         let wall = &scene.plan.walls[w];
-        let length = snap(rng.gen_range(2.6..=wall.length_m().min(5.0)));
+        // Snapping can round the length past the wall's; keep it within (the range below must not be empty).
+        let length = snap(rng.gen_range(2.6..=wall.length_m().min(5.0))).min(wall.length_m());
         let depth = snap(((0.15 * total) / length).max(2.6));
-        let start = snap(rng.gen_range(wall.start_m..=wall.end_m - length));
+        let last_start = (wall.end_m - length).max(wall.start_m);
+        let start = snap(rng.gen_range(wall.start_m..=last_start)).clamp(wall.start_m, last_start);
         // The outside lies on the side whose room is None.
         let outward = if wall.rooms[0].is_none() { -1.0 } else { 1.0 };
         let (a, b) = (wall.offset_m, wall.offset_m + outward * depth);
@@ -206,4 +208,32 @@ fn add_room(scene: &Scene, rng: &mut impl Rng) -> Option<Scene> {
         return Some(altered);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::library::FurnitureLibrary;
+    use crate::scene::{SceneConfig, generate_scene};
+    use rand::SeedableRng;
+
+    /// Regression: a snapped room length past the wall's length made the start range empty and panicked
+    /// (`gst generate --seed 7`, third scene).
+    #[test]
+    fn adding_rooms_never_panics() -> Result<(), crate::SimError> {
+        let library = FurnitureLibrary::primitives_only();
+        let mut added = 0;
+        for seed in 0..12 {
+            let scene = generate_scene(seed, &SceneConfig::default(), &library)?;
+            for draw in 0..8 {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(draw);
+                if let Some(altered) = alter_scene(&scene, Alteration::AddRoom, &mut rng) {
+                    assert_eq!(altered.plan.rooms.len(), scene.plan.rooms.len() + 1);
+                    added += 1;
+                }
+            }
+        }
+        assert!(added > 0);
+        Ok(())
+    }
 }
