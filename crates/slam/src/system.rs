@@ -1032,8 +1032,8 @@ pub struct FrameInfo {
     pub ground_truth: Option<Pose3>,
 }
 
-/// Runs SLAM over every frame of a source, reading and preparing frame k+1 on a second thread while frame k
-/// is tracked (as ORB-SLAM splits its threads). `on_frame` sees each prepared frame's index, ground truth
+/// Runs SLAM over every frame of a source in three stages on their own threads — reading (image decoding),
+/// preparing (ORB, depth grid) and tracking — so that frames k+2, k+1 and k are worked on at once. `on_frame` sees each prepared frame's index, ground truth
 /// and tracking result. Sets `stats.wall_seconds` (reading included).
 pub fn run_pipelined(
     source: &mut (dyn FrameSource + Send),
@@ -1042,22 +1042,33 @@ pub fn run_pipelined(
 ) -> Result<(), SlamError> {
     let started = std::time::Instant::now();
     let mut front = FrontEnd::new(&slam.camera, &slam.config)?;
-    let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<PreparedFrame, SlamError>>(4);
+    // Three stages: reading (decoding images), preparing (ORB, depth grid), tracking; bounded queues between.
+    let (frames_tx, frames_rx) = std::sync::mpsc::sync_channel::<Result<RgbdFrame, SlamError>>(4);
+    let (prepared_tx, prepared_rx) = std::sync::mpsc::sync_channel::<Result<PreparedFrame, SlamError>>(4);
     let result = std::thread::scope(|scope| {
         scope.spawn(move || {
             loop {
                 let next = match source.next_frame() {
-                    Ok(Some(frame)) => front.prepare(&frame),
+                    Ok(Some(frame)) => Ok(frame),
                     Ok(None) => break,
-                    Err(error) => Err(error.into()),
+                    Err(error) => Err(SlamError::from(error)),
                 };
                 let failed = next.is_err();
-                if sender.send(next).is_err() || failed {
+                if frames_tx.send(next).is_err() || failed {
                     break;
                 }
             }
         });
-        for prepared in receiver {
+        scope.spawn(move || {
+            for frame in frames_rx {
+                let next = frame.and_then(|frame| front.prepare(&frame));
+                let failed = next.is_err();
+                if prepared_tx.send(next).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for prepared in prepared_rx {
             let prepared = prepared?;
             let info = FrameInfo {
                 index: prepared.index,
