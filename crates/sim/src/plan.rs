@@ -323,7 +323,8 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
         let short = if along_x { largest.height() } else { largest.width() };
         if short >= 2.0 * min_side + corridor_width {
             let low = if along_x { largest.min[1] } else { largest.min[0] };
-            let start = snap(low + rng.gen_range(min_side..(short - min_side - corridor_width)));
+            // Inclusive: `short` may leave exactly `min_side` on both sides (an empty half-open range panicked).
+            let start = snap(low + rng.gen_range(min_side..=(short - min_side - corridor_width)));
             let end = start + corridor_width;
             regions.remove(index);
             let (a, c, b) = if along_x {
