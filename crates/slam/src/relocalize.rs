@@ -18,8 +18,8 @@ use gst_core::{Pose3, RgbImage};
 
 use crate::features::{Features, OrbExtractor, hamming};
 use crate::index::DescriptorIndex;
-use crate::optimize::{Observation, optimize_pose, pnp_ransac};
-use crate::system::match_to_keyframe;
+use crate::optimize::{optimize_pose, pnp_ransac};
+use crate::system::{match_to_keyframe, observations};
 use crate::{SlamConfig, SlamError, SlamOutput};
 
 /// A relocalised camera.
@@ -174,20 +174,7 @@ impl<'a> Relocalizer<'a> {
         if matches.len() < MIN_INLIERS {
             return None;
         }
-        let scale = f64::from(scale);
-        let observations: Vec<Observation> = matches
-            .iter()
-            .map(|&(p, f)| {
-                let k = &features.keypoints[f as usize];
-                Observation {
-                    point_world: self.map.map_points[p as usize].position,
-                    u: f64::from(k.u),
-                    v: f64::from(k.v),
-                    depth_m: None,
-                    sigma_px: scale.powi(i32::from(k.octave)),
-                }
-            })
-            .collect();
+        let observations = observations(&self.map.map_points, features, &matches, f64::from(scale), false);
         let mut pose = camera_from_world;
         let mut inlier = vec![true; observations.len()];
         let inliers = optimize_pose(camera, &mut pose, &observations, &mut inlier);

@@ -612,23 +612,6 @@ impl Slam {
         Some((pose.inverse(), inliers))
     }
 
-    fn observations(&self, features: &Features, matches: &[(u32, u32)], use_depth: bool) -> Vec<Observation> {
-        let scale = f64::from(self.config.orb.scale_factor);
-        matches
-            .iter()
-            .map(|&(p, f)| {
-                let k = &features.keypoints[f as usize];
-                Observation {
-                    point_world: self.points[p as usize].position,
-                    u: f64::from(k.u),
-                    v: f64::from(k.v),
-                    depth_m: if use_depth { k.depth_m.map(f64::from) } else { None },
-                    sigma_px: scale.powi(i32::from(k.octave)),
-                }
-            })
-            .collect()
-    }
-
     /// Pose optimisation on matches; returns `camera_from_world` and the inlier matches.
     fn optimize_matches(
         &self,
@@ -636,15 +619,12 @@ impl Slam {
         matches: &[(u32, u32)],
         mut camera_from_world: Isometry3<f64>,
     ) -> (Isometry3<f64>, Vec<(u32, u32)>) {
-        let observations = self.observations(features, matches, true);
+        let scale = f64::from(self.config.orb.scale_factor);
+        let observations = observations(&self.points, features, matches, scale, true);
         let mut inlier = vec![true; matches.len()];
         optimize_pose(&self.camera, &mut camera_from_world, &observations, &mut inlier);
         let inliers = matches.iter().zip(&inlier).filter(|(_, ok)| **ok).map(|(m, _)| *m).collect();
         (camera_from_world, inliers)
-    }
-
-    fn match_keyframe(&self, features: &Features, keyframe: &Keyframe) -> Vec<(u32, u32)> {
-        match_to_keyframe(features, keyframe, self.config.max_descriptor_distance)
     }
 
     /// PnP-RANSAC of the features against a keyframe's map points: `world_from_camera` and inliers.
@@ -653,7 +633,7 @@ impl Slam {
         features: &Features,
         keyframe: &Keyframe,
     ) -> Result<Option<(Isometry3<f64>, usize)>, SlamError> {
-        let matches = self.match_keyframe(features, keyframe);
+        let matches = match_to_keyframe(features, keyframe, self.config.max_descriptor_distance);
         if matches.len() < self.config.min_tracked {
             return Ok(None);
         }
@@ -967,6 +947,30 @@ impl Slam {
             camera: self.camera,
         })
     }
+}
+
+/// The optimiser's observations of matched (map point, feature) pairs; the keypoint's depth is used when
+/// `use_depth`, its position is trusted to the pyramid scale of its level.
+pub(crate) fn observations(
+    points: &[MapPoint],
+    features: &Features,
+    matches: &[(u32, u32)],
+    scale_factor: f64,
+    use_depth: bool,
+) -> Vec<Observation> {
+    matches
+        .iter()
+        .map(|&(p, f)| {
+            let k = &features.keypoints[f as usize];
+            Observation {
+                point_world: points[p as usize].position,
+                u: f64::from(k.u),
+                v: f64::from(k.v),
+                depth_m: if use_depth { k.depth_m.map(f64::from) } else { None },
+                sigma_px: scale_factor.powi(i32::from(k.octave)),
+            }
+        })
+        .collect()
 }
 
 /// Brute-force matching of features to a keyframe's features that have map points, with Lowe's ratio test
