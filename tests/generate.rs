@@ -16,7 +16,8 @@ const SMALL_CONFIG: &str = r#"{
   "current_views": 4,
   "visual_targets": 1,
   "semantic_targets": 1,
-  "trajectory_questions": 1
+  "trajectory_questions": 1,
+  "topdown_questions": 2
 }"#;
 
 fn generate(out: &Path, config: &Path, scenes: &str) {
@@ -51,6 +52,14 @@ fn generates_every_subtask_readable_scorable_distinct_and_deterministic() -> any
     let tasks: BTreeSet<TaskId> = questions.iter().map(|q| q.question.task).collect();
     for task in TaskId::ALL {
         assert!(tasks.contains(&task), "no {} question", task.column());
+    }
+    // `topdown_questions: 2` gives two questions per TDS level and scene, with different option images.
+    for task in [TaskId::TopdownSelectionEasy, TaskId::TopdownSelectionMedium, TaskId::TopdownSelectionHard] {
+        let of_task: Vec<_> = questions.iter().filter(|q| q.question.task == task).collect();
+        assert_eq!(of_task.len(), 4, "{} questions over 2 scenes", task.column());
+        let images: BTreeSet<&str> =
+            of_task.iter().flat_map(|q| q.question.images.iter().map(|i| i.source_path.as_str())).collect();
+        assert_eq!(images.len(), 16, "{} option images are shared between questions", task.column());
     }
     for setting in [Setting::LocalVideo, Setting::LocalImage] {
         for task in [TaskId::EgocentricDirectionVisual, TaskId::EgocentricDistanceSemantic] {

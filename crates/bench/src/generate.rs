@@ -11,7 +11,8 @@
 //! images/<scene>/*.png                 current views, top-downs, option images
 //! scenes/<scene>/scene.json            ground truth: the house; annotations.json: per-instance annotations
 //! scenes/<scene>/done.json             written last: a scene with it is skipped on resume
-//! tum/<scene>/                         TUM RGB-D export of the exploration (rgb/, depth/, *.txt, calibration)
+//! tum/<scene>/                         TUM RGB-D export of the exploration (rgb/, depth/, *.txt, calibration;
+//!                                      instances/ + instances.txt: ground-truth instance ids, oracle only)
 //! ```
 //! Every scene is built from its own seed (derived from the run's seed and the scene's index), so scenes
 //! can be built in parallel and in any order with byte-identical results.
@@ -72,6 +73,8 @@ pub struct GenerateConfig {
     pub semantic_targets: usize,
     /// Trajectory-selection questions per scene.
     pub trajectory_questions: usize,
+    /// Top-down-selection questions per scene and level (Easy, Medium, Hard), each with its own distractors.
+    pub topdown_questions: usize,
     /// Sub-trajectory duration range, seconds.
     pub sub_trajectory_s: [f64; 2],
     /// Length of Local-Video clips, seconds.
@@ -93,6 +96,7 @@ impl Default for GenerateConfig {
             visual_targets: 2,
             semantic_targets: 2,
             trajectory_questions: 2,
+            topdown_questions: 1,
             sub_trajectory_s: [5.0, 20.0],
             local_clip_s: 4.0,
             min_option_frechet_m: 1.0,
@@ -315,6 +319,7 @@ pub fn build_scene(
         render_into(&render_scene, &camera, &pose.world_from_camera, &options, &mut frame);
         video.write(&frame.rgb)?;
         tum.add_frame(pose.timestamp_s, &frame.rgb, &frame.depth, Some(&pose.world_from_camera))?;
+        tum.add_instances(&frame.instances)?;
         annotations.add_frame(k, &frame.instances);
         boxes_per_frame.push(frame_boxes(&frame.instances));
     }
@@ -673,51 +678,63 @@ fn topdown_selection(
         Ok(render_topdowns(&other, library)?.binary)
     };
     for (task, same_size) in [(TaskId::TopdownSelectionEasy, false), (TaskId::TopdownSelectionMedium, true)] {
-        let mut distractors = Vec::new();
         let mut k = if same_size { 100 } else { 0 };
-        // Candidates are built four at a time in parallel and checked in order, so the choice does not depend
-        // on the thread count.
-        const BATCH: u64 = 4;
-        while distractors.len() < 3 && k < 200 {
-            let batch: Vec<Result<Image<u8>, BenchError>> =
-                (k..k + BATCH).into_par_iter().map(|j| other(j, same_size)).collect();
-            k += BATCH;
-            for image in batch {
-                let image = image?;
-                if distractors.len() < 3
-                    && binary_iou(truth, &image) < config.max_distractor_iou
-                    && distractors.iter().all(|d| binary_iou(d, &image) < 0.98)
-                {
-                    distractors.push(image);
+        let limit = 200 + 100 * (config.topdown_questions.max(1) as u64 - 1);
+        for question in 0..config.topdown_questions {
+            let mut distractors = Vec::new();
+            // Candidates are built four at a time in parallel and checked in order, so the choice does not
+            // depend on the thread count; each question takes the next unused candidates.
+            const BATCH: u64 = 4;
+            while distractors.len() < 3 && k < limit {
+                let batch: Vec<Result<Image<u8>, BenchError>> =
+                    (k..k + BATCH).into_par_iter().map(|j| other(j, same_size)).collect();
+                let mut used = 0;
+                for image in batch {
+                    if distractors.len() == 3 {
+                        break;
+                    }
+                    used += 1;
+                    let image = image?;
+                    if binary_iou(truth, &image) < config.max_distractor_iou
+                        && distractors.iter().all(|d| binary_iou(d, &image) < 0.98)
+                    {
+                        distractors.push(image);
+                    }
                 }
+                k += used;
             }
+            add_topdown_question(paths, task, question, truth, distractors, video, set, rng)?;
         }
-        add_topdown_question(paths, task, truth, distractors, video, set, rng)?;
     }
     // Hard: this house altered (mirrored, a room removed or added, doors moved).
-    let mut distractors: Vec<Image<u8>> = Vec::new();
-    let mut alterations: Vec<Alteration> = Alteration::ALL.to_vec();
-    for k in (1..alterations.len()).rev() {
-        alterations.swap(k, rng.gen_range(0..=k));
-    }
-    for alteration in alterations.iter().cycle().take(12) {
-        if distractors.len() == 3 {
-            break;
+    for question in 0..config.topdown_questions {
+        let mut distractors: Vec<Image<u8>> = Vec::new();
+        let mut alterations: Vec<Alteration> = Alteration::ALL.to_vec();
+        for k in (1..alterations.len()).rev() {
+            alterations.swap(k, rng.gen_range(0..=k));
         }
-        let Some(altered) = alter_scene(scene, *alteration, rng) else { continue };
-        let image = render_topdowns(&altered, library)?.binary;
-        if binary_iou(truth, &image) < config.max_distractor_iou
-            && distractors.iter().all(|d| binary_iou(d, &image) < config.max_distractor_iou)
-        {
-            distractors.push(image);
+        for alteration in alterations.iter().cycle().take(12) {
+            if distractors.len() == 3 {
+                break;
+            }
+            let Some(altered) = alter_scene(scene, *alteration, rng) else { continue };
+            let image = render_topdowns(&altered, library)?.binary;
+            if binary_iou(truth, &image) < config.max_distractor_iou
+                && distractors.iter().all(|d| binary_iou(d, &image) < config.max_distractor_iou)
+            {
+                distractors.push(image);
+            }
         }
+        add_topdown_question(paths, TaskId::TopdownSelectionHard, question, truth, distractors, video, set, rng)?;
     }
-    add_topdown_question(paths, TaskId::TopdownSelectionHard, truth, distractors, video, set, rng)
+    Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn add_topdown_question(
     paths: &Paths,
     task: TaskId,
+    question: usize,
     truth: &Image<u8>,
     distractors: Vec<Image<u8>>,
     video: &str,
@@ -736,7 +753,13 @@ fn add_topdown_question(
     let (options, answer) = shuffle_options(truth.clone(), distractors, rng);
     let mut images = Vec::new();
     for (k, image) in options.iter().enumerate() {
-        let (path, relative) = paths.image(&format!("{}_{}.png", task.column(), letter(k)));
+        // The first question of a level keeps the plain name (`TDS_E_A.png`), later ones are numbered.
+        let name = if question == 0 {
+            format!("{}_{}.png", task.column(), letter(k))
+        } else {
+            format!("{}_{question}_{}.png", task.column(), letter(k))
+        };
+        let (path, relative) = paths.image(&name);
         gst_io::write_gray_png(&path, image)?;
         images.push(relative);
     }

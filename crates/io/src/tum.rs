@@ -7,6 +7,9 @@
 //! DIR/rgb/<ts>.png      8-bit colour
 //! DIR/depth/<ts>.png    16-bit depth, units of 1/depth_scale metres (TUM: 5000, i.e. 0.2 mm); 0 = missing
 //! DIR/groundtruth.txt   `timestamp tx ty tz qx qy qz qw`: the camera's pose in the world (camera-to-world)
+//! DIR/instances.txt    (ours, generated episodes only) `timestamp filename` of instance-id images
+//! DIR/instances/<ts>.png 16-bit simulator instance ids per pixel (0 = none): ground truth, read only by
+//!                       modes named oracle
 //! DIR/calibration.yaml  calibration (ours, OpenCV FileStorage; read in any format `read_calibration` reads;
 //!                       TUM publishes intrinsics on its web page: `calibration/tum-fr*.yaml`)
 //! ```
@@ -21,9 +24,12 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use gst_core::{Calibration, DepthImage, Pose3, RgbImage, TimedPose, Trajectory};
+use gst_core::{Calibration, DepthImage, InstanceImage, Pose3, RgbImage, TimedPose, Trajectory};
 
-use crate::{IoError, atomic_write, read_depth_png, read_rgb, write_depth_png, write_rgb_png};
+use crate::{
+    IoError, atomic_write, read_depth_png, read_instance_png, read_rgb, write_depth_png, write_instance_png,
+    write_rgb_png,
+};
 
 /// Largest time difference between a colour and a depth image that `associate.py` pairs by default.
 pub const TUM_MAX_DIFFERENCE_S: f64 = 0.02;
@@ -36,9 +42,12 @@ const RGB_LIST: &str = "rgb.txt";
 const DEPTH_LIST: &str = "depth.txt";
 const GROUNDTRUTH: &str = "groundtruth.txt";
 const CALIBRATION: &str = "calibration.yaml";
+const INSTANCE_LIST: &str = "instances.txt";
 
 const RGB_HEADER: &str = "# color images\n# file: 'written by gst'\n# timestamp filename\n";
 const DEPTH_HEADER: &str = "# depth maps\n# file: 'written by gst'\n# timestamp filename\n";
+const INSTANCE_HEADER: &str =
+    "# instance id images (ground truth)\n# file: 'written by gst'\n# timestamp filename\n";
 const GROUNDTRUTH_HEADER: &str =
     "# ground truth trajectory\n# file: 'written by gst'\n# timestamp tx ty tz qx qy qz qw\n";
 const TRAJECTORY_HEADER: &str = "# timestamp tx ty tz qx qy qz qw\n";
@@ -101,6 +110,7 @@ pub struct TumWriter {
     rgb_list: String,
     depth_list: String,
     groundtruth: String,
+    instance_list: String,
     frames: usize,
     last_timestamp_us: Option<i64>,
 }
@@ -127,6 +137,7 @@ impl TumWriter {
             rgb_list: RGB_HEADER.into(),
             depth_list: DEPTH_HEADER.into(),
             groundtruth: GROUNDTRUTH_HEADER.into(),
+            instance_list: INSTANCE_HEADER.into(),
             frames: 0,
             last_timestamp_us: None,
         })
@@ -185,6 +196,37 @@ impl TumWriter {
         Ok(())
     }
 
+    /// Writes the instance-id image of the frame added last to `instances/<ts>.png` and lists it in
+    /// `instances.txt` (simulator ground truth, for oracle modes). An error before any frame.
+    pub fn add_instances(&mut self, ids: &InstanceImage) -> Result<(), IoError> {
+        let Some(last) = self.last_timestamp_us else {
+            return Err(IoError::InvalidDataset {
+                path: self.dir.clone(),
+                message: "instance image added before any frame".into(),
+            });
+        };
+        let camera = &self.calibration.camera;
+        if (ids.width(), ids.height()) != (camera.width, camera.height) {
+            return Err(IoError::InvalidDataset {
+                path: self.dir.clone(),
+                message: format!(
+                    "instance image is {}x{} but the calibration is {}x{}",
+                    ids.width(),
+                    ids.height(),
+                    camera.width,
+                    camera.height
+                ),
+            });
+        }
+        let stamp = format_timestamp(last as f64 * 1e-6);
+        let name = format!("instances/{stamp}.png");
+        let dir = self.dir.join("instances");
+        std::fs::create_dir_all(&dir).map_err(|source| IoError::Io { path: dir, source })?;
+        write_instance_png(&self.dir.join(&name), ids)?;
+        let _ = writeln!(self.instance_list, "{stamp} {name}");
+        Ok(())
+    }
+
     /// Frames added so far.
     pub fn len(&self) -> usize {
         self.frames
@@ -206,6 +248,9 @@ impl TumWriter {
         atomic_write(&self.dir.join(CALIBRATION), calibration.to_file_storage_yaml().as_bytes())?;
         if self.groundtruth.len() > GROUNDTRUTH_HEADER.len() {
             atomic_write(&self.dir.join(GROUNDTRUTH), self.groundtruth.as_bytes())?;
+        }
+        if self.instance_list.len() > INSTANCE_HEADER.len() {
+            atomic_write(&self.dir.join(INSTANCE_LIST), self.instance_list.as_bytes())?;
         }
         atomic_write(&self.dir.join(DEPTH_LIST), self.depth_list.as_bytes())?;
         atomic_write(&self.dir.join(RGB_LIST), self.rgb_list.as_bytes())
@@ -247,6 +292,8 @@ pub struct TumSequence {
     calibration: Option<Calibration>,
     entries: Vec<TumEntry>,
     groundtruth: Option<Trajectory>,
+    /// Per entry, its instance-id image when the directory has `instances.txt` (generated episodes).
+    instances: Option<Vec<Option<PathBuf>>>,
 }
 
 impl TumSequence {
@@ -290,7 +337,17 @@ impl TumSequence {
         let groundtruth_path = dir.join(GROUNDTRUTH);
         let groundtruth =
             if groundtruth_path.is_file() { Some(read_trajectory_tum(&groundtruth_path)?) } else { None };
-        Ok(Self { dir: dir.into(), depth_scale, calibration, entries, groundtruth })
+        let instance_list = dir.join(INSTANCE_LIST);
+        let instances = if instance_list.is_file() {
+            let listed: std::collections::HashMap<i64, PathBuf> = read_list(&instance_list)?
+                .into_iter()
+                .map(|(t, name)| (microseconds(t), dir.join(name)))
+                .collect();
+            Some(entries.iter().map(|e| listed.get(&microseconds(e.timestamp_s)).cloned()).collect())
+        } else {
+            None
+        };
+        Ok(Self { dir: dir.into(), depth_scale, calibration, entries, groundtruth, instances })
     }
 
     pub fn dir(&self) -> &Path {
@@ -313,6 +370,20 @@ impl TumSequence {
     }
 
     /// The associated pairs, sorted by colour timestamp.
+    /// Whether the directory lists instance-id images (`instances.txt`, generated episodes only).
+    pub fn has_instances(&self) -> bool {
+        self.instances.is_some()
+    }
+
+    /// The instance-id image of entry `index` (simulator ground truth: for oracle modes only), or `None`
+    /// when the directory has none for that frame.
+    pub fn instance_image(&self, index: usize) -> Result<Option<InstanceImage>, IoError> {
+        match self.instances.as_ref().and_then(|list| list.get(index)).and_then(Option::as_ref) {
+            Some(path) => read_instance_png(path).map(Some),
+            None => Ok(None),
+        }
+    }
+
     pub fn entries(&self) -> &[TumEntry] {
         &self.entries
     }
@@ -596,6 +667,37 @@ mod tests {
         let halved = TumSequence::open(&root, Some(10000.0))?.frame(0)?;
         assert!((halved.depth.data()[1] - depth_frame(0).data()[1] / 2.0).abs() < 1e-4);
         assert!(error_of(sequence.frame(5)).contains("frame 5 does not exist"));
+        assert!(!sequence.has_instances());
+        assert_eq!(sequence.instance_image(0)?, None);
+        Ok(())
+    }
+
+    #[test]
+    fn instance_images_round_trip_per_frame() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path().join("seq");
+        let mut writer = TumWriter::create(&root, &calibration())?;
+        let ids = |index: u32| -> InstanceImage {
+            Image::from_vec(WIDTH, HEIGHT, (0..WIDTH * HEIGHT).map(|p| ((p + index) % 300) as u16).collect())
+                .expect("size")
+        };
+        assert!(error_of(writer.add_instances(&ids(0))).contains("before any frame"));
+        for index in 0..3u32 {
+            writer.add_frame(10.0 + f64::from(index) * 0.1, &rgb_frame(index), &depth_frame(index), None)?;
+            // Frame 1 has no instance image.
+            if index != 1 {
+                writer.add_instances(&ids(index))?;
+            }
+        }
+        let small: InstanceImage = Image::from_vec(2, 2, vec![0; 4]).expect("size");
+        assert!(error_of(writer.add_instances(&small)).contains("instance image is 2x2"));
+        writer.finish()?;
+        let sequence = TumSequence::open(&root, None)?;
+        assert!(sequence.has_instances());
+        assert_eq!(sequence.instance_image(0)?, Some(ids(0)));
+        assert_eq!(sequence.instance_image(1)?, None);
+        assert_eq!(sequence.instance_image(2)?, Some(ids(2)));
+        assert_eq!(sequence.instance_image(3)?, None);
         Ok(())
     }
 
