@@ -288,10 +288,13 @@ impl<'a> Relocalizer<'a> {
                 }
             }
         }
-        let mut ranked: Vec<((i64, i64), (usize, nalgebra::Vector3<f64>))> =
-            bins.into_iter().filter(|(_, (n, _))| *n >= SHIFT_MIN_VOTES).collect();
-        ranked.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(&b.0)));
-        ranked.into_iter().take(SHIFT_CANDIDATES).map(|(_, (n, sum))| sum / n as f64).collect()
+        let mut ranked: Vec<(usize, (i64, i64), nalgebra::Vector3<f64>)> = bins
+            .into_iter()
+            .filter(|(_, (n, _))| *n >= SHIFT_MIN_VOTES)
+            .map(|(key, (n, sum))| (n, key, sum / n as f64))
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.into_iter().take(SHIFT_CANDIDATES).map(|(_, _, shift)| shift).collect()
     }
 
     /// The photometric verdict on a refined pose.
