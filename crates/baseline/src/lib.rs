@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use gst_io::gst::QuestionFile;
 
+pub mod drawings;
 pub mod eval;
+pub mod geometry;
 pub mod random;
 
 pub use eval::{EvalOptions, EvalSummary, PredictionLine, read_predictions, run_eval};
