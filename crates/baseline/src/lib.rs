@@ -14,6 +14,7 @@ pub mod drawings;
 pub mod eval;
 pub mod geometry;
 pub mod random;
+pub mod scene_slam;
 
 pub use eval::{EvalOptions, EvalSummary, PredictionLine, read_predictions, run_eval};
 pub use random::RandomAnswerer;
