@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_slam;
 mod generate_cmd;
+mod map_cmd;
+mod map_eval_cmd;
 mod progress;
 mod render_cmd;
 mod scene_cmd;
@@ -47,6 +49,12 @@ enum Command {
     TrajEval(traj_eval_cmd::TrajEvalArgs),
     /// RGB-D SLAM over a recording: trajectory.tum, keyframes.json, map_points.ply.
     Slam(slam_cmd::SlamArgs),
+    /// The semantic map of a recording (SLAM, then occupancy, rooms, room graph, objects): map.json,
+    /// scene_graph.json, occupancy.png, semantic.png, trajectory.tum.
+    Map(map_cmd::MapArgs),
+    /// Evaluate a map against a generated scene's ground truth: occupancy IoU, room MCC and F1, room-graph
+    /// edge F1, object centroid error, registration error.
+    MapEval(map_eval_cmd::MapEvalArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -73,6 +81,8 @@ pub fn main() -> ExitCode {
         Command::Score(args) => score_cmd::run(&args),
         Command::TrajEval(args) => traj_eval_cmd::run(&args),
         Command::Slam(args) => slam_cmd::run(&args),
+        Command::Map(args) => map_cmd::run(&args),
+        Command::MapEval(args) => map_eval_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

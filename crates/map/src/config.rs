@@ -43,6 +43,12 @@ pub struct MapConfig {
     pub min_room_area_m2: f64,
     /// Structure is grown by this much before rooms are split along it, metres (default 0.1).
     pub structure_dilation_m: f64,
+    /// Free space narrower than twice this is a passage: room seeds stay this far from obstacles, so that
+    /// doors whose lintel was never seen still separate rooms, metres (default 0.4: doors are 0.8–1.0 m).
+    pub passage_clearance_m: f64,
+    /// Rooms that meet along a boundary longer than this are one room (no door is that wide), metres
+    /// (default 1.4).
+    pub max_door_width_m: f64,
     /// An object observation joins the nearest landmark of a compatible class within this distance of its
     /// centre, metres (default 0.6).
     pub association_radius_m: f64,
@@ -68,6 +74,8 @@ impl Default for MapConfig {
             obstacle_free_ratio: 0.25,
             min_room_area_m2: 1.5,
             structure_dilation_m: 0.1,
+            passage_clearance_m: 0.4,
+            max_door_width_m: 1.4,
             association_radius_m: 0.6,
             min_object_points: 20,
         }
@@ -104,6 +112,9 @@ impl MapConfig {
         }
         if !(self.min_room_area_m2 >= 0.0 && self.structure_dilation_m >= 0.0) {
             return bad("min_room_area_m2 and structure_dilation_m must not be negative".into());
+        }
+        if !(self.passage_clearance_m >= 0.0 && self.max_door_width_m > 0.0) {
+            return bad("passage_clearance_m must not be negative and max_door_width_m must be positive".into());
         }
         if !(self.association_radius_m > 0.0) {
             return bad("association_radius_m must be positive".into());

@@ -25,6 +25,8 @@ const FLOOR_VOTE_BELOW_CAMERA_M: f64 = 0.5;
 const CEILING_VOTE_ABOVE_CAMERA_M: f64 = 0.6;
 /// Fewest ceiling votes for the ceiling to count as seen.
 const MIN_CEILING_VOTES: u64 = 2000;
+/// The ceiling is the highest height bin with at least this fraction of the strongest bin's votes.
+const CEILING_MODE_FRACTION: f64 = 0.3;
 /// Extra room added around the grid when it grows, metres.
 const GROW_MARGIN_M: f64 = 2.0;
 
@@ -165,9 +167,18 @@ impl OccupancyAccumulator {
         Self::mode(&self.floor_votes).map(|(z, _)| z)
     }
 
-    /// The ceiling height estimated so far, if seen.
+    /// The ceiling height estimated so far, if seen: the highest strong mode of the heights above the
+    /// camera (door and window tops, lintels and tall furniture form lower modes; the ceiling is the top).
     pub fn ceiling_z_m(&self) -> Option<f64> {
-        Self::mode(&self.ceiling_votes).filter(|(_, n)| *n >= MIN_CEILING_VOTES).map(|(z, _)| z)
+        let (_, strongest) = Self::mode(&self.ceiling_votes)?;
+        if strongest < MIN_CEILING_VOTES {
+            return None;
+        }
+        let peak = self.ceiling_votes.iter().copied().max().unwrap_or(0);
+        let top = self.ceiling_votes.iter().rposition(|&v| v as f64 >= CEILING_MODE_FRACTION * peak as f64)?;
+        let lo = top.saturating_sub(3);
+        let window = &self.ceiling_votes[lo..=(top + 3).min(self.ceiling_votes.len() - 1)];
+        Self::mode(window).map(|(z, _)| z + lo as f64 * HISTOGRAM_BIN_M)
     }
 
     /// Grows the grid so that it holds the box `[min, max]`.
@@ -271,7 +282,10 @@ impl OccupancyAccumulator {
         let Some(floor) = self.floor_z_m() else {
             return;
         };
-        let ceiling = self.ceiling_z_m().unwrap_or(floor + self.config.default_ceiling_height_m);
+        let ceiling = self
+            .ceiling_z_m()
+            .filter(|c| *c > floor + self.config.structure_min_height_m + self.config.structure_below_ceiling_m + 0.1)
+            .unwrap_or(floor + self.config.default_ceiling_height_m);
         self.frames += 1;
         let (mut min, mut max) = ([cam.x, cam.y], [cam.x, cam.y]);
         for p in &points {
@@ -297,10 +311,18 @@ impl OccupancyAccumulator {
         let frame = self.frame;
         let Some(cam_cell) = frame.cell_from_world(cam.x, cam.y) else { return };
         let mut floor_cells = Vec::new();
+        let mut kinds = [0usize; 4];
         for p in &points {
             let Some((col, row)) = frame.cell_from_world(p[0], p[1]) else { continue };
             let index = frame.index(col, row);
-            match classify(p[2]) {
+            let kind = classify(p[2]);
+            kinds[match kind {
+                Kind::Floor => 0,
+                Kind::Obstacle => 1,
+                Kind::Structure => 2,
+                Kind::Other => 3,
+            }] += 1;
+            match kind {
                 Kind::Floor => {
                     self.count(index, 0);
                     floor_cells.push((col, row));
@@ -314,6 +336,7 @@ impl OccupancyAccumulator {
                 self.count(index, 3);
             }
         }
+        tracing::debug!(frame = self.frames, floor, ceiling, ?kinds, "classified depth samples (floor, obstacle, structure, other)");
         // Free space: the floor is visible along the ray from the camera to every floor point.
         floor_cells.sort_unstable();
         floor_cells.dedup();

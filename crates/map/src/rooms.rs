@@ -86,8 +86,10 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
     } else {
         grid.structure.clone()
     };
-    // Seeds: components of free cells away from structure.
-    let seedable: Vec<bool> = (0..n).map(|i| free[i] && !near_structure[i]).collect();
+    // Seeds: components of free cells away from structure and out of narrow passages.
+    let clearance = distance_transform(w, h, &free.iter().map(|f| !f).collect::<Vec<_>>());
+    let min_clearance = (config.passage_clearance_m / frame.resolution_m) as f32;
+    let seedable: Vec<bool> = (0..n).map(|i| free[i] && !near_structure[i] && clearance[i] > min_clearance).collect();
     let mut component = vec![0u32; n];
     let mut sizes = vec![0usize];
     let mut queue = VecDeque::new();
@@ -134,9 +136,24 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
             }
         }
     }
-    let rooms_out = describe_rooms(&frame, &labels, rooms as usize);
-    let doors = find_doors(&frame, &labels);
-    RoomSegmentation { labels, rooms: rooms_out, doors }
+    // Rooms meeting along a boundary wider than any door are one room.
+    let mut count = rooms as usize;
+    loop {
+        let doors = find_doors(&frame, &labels);
+        let Some(wide) = doors.iter().find(|d| d.width_m > config.max_door_width_m) else {
+            let rooms_out = describe_rooms(&frame, &labels, count);
+            return RoomSegmentation { labels, rooms: rooms_out, doors };
+        };
+        let (keep, merge) = (wide.rooms[0] as u32 + 1, wide.rooms[1] as u32 + 1);
+        for l in &mut labels {
+            if *l == merge {
+                *l = keep;
+            } else if *l > merge {
+                *l -= 1;
+            }
+        }
+        count -= 1;
+    }
 }
 
 fn describe_rooms(frame: &GridFrame, labels: &[u32], count: usize) -> Vec<Room> {
