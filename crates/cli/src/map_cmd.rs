@@ -91,7 +91,15 @@ fn read_config(path: Option<&Path>) -> Result<MapConfig> {
 
 pub fn run(args: &MapArgs) -> Result<()> {
     let config = read_config(args.config.as_deref())?;
-    let report = build_map(&args.input, &args.out, args.poses, args.perception, args.annotations.as_deref(), &config, true)?;
+    let report = build_map(
+        &args.input,
+        &args.out,
+        args.poses,
+        args.perception,
+        args.annotations.as_deref(),
+        &config,
+        true,
+    )?;
     eprintln!(
         "{} frames: {} rooms, {} doors, {} objects; mapping {:.2} ms/frame, SLAM {:.2} ms/frame ({:.0}% added)",
         report.frames,
@@ -100,7 +108,11 @@ pub fn run(args: &MapArgs) -> Result<()> {
         report.objects,
         report.map_ms_per_frame,
         report.slam_ms_per_frame,
-        if report.slam_ms_per_frame > 0.0 { 100.0 * report.map_ms_per_frame / report.slam_ms_per_frame } else { 0.0 },
+        if report.slam_ms_per_frame > 0.0 {
+            100.0 * report.map_ms_per_frame / report.slam_ms_per_frame
+        } else {
+            0.0
+        },
     );
     eprintln!("wrote {}", args.out.display());
     Ok(())
@@ -135,7 +147,11 @@ pub fn build_map(
         }
         PoseSource::Slam => {
             let mut source = open_source_with(input, &options)?;
-            let bar = if progress { crate::progress::bar(sequence.len() as u64, "slam") } else { indicatif::ProgressBar::hidden() };
+            let bar = if progress {
+                crate::progress::bar(sequence.len() as u64, "slam")
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
             let output = gst_slam::run_slam(source.as_mut(), &SlamConfig::default(), &mut |_| bar.inc(1))
                 .with_context(|| format!("SLAM on {}", input.display()))?;
             bar.finish_and_clear();
@@ -160,7 +176,11 @@ pub fn build_map(
             .iter()
             .map(|e| {
                 let k = stamps.partition_point(|t| *t < e.timestamp_s - 1e-4);
-                trajectory.poses().get(k).filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3).map(|p| p.world_from_camera)
+                trajectory
+                    .poses()
+                    .get(k)
+                    .filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3)
+                    .map(|p| p.world_from_camera)
             })
             .collect()
     };
@@ -172,14 +192,19 @@ pub fn build_map(
     let mut perceiver: Box<dyn Perception> = match perception {
         PerceptionKind::None => Box::new(NoPerception),
         PerceptionKind::Oracle => {
-            let path = annotations.map(Path::to_path_buf).or_else(|| default_annotations(input)).with_context(|| {
-                format!("{}: cannot find annotations.json; pass --annotations", input.display())
-            })?;
+            let path =
+                annotations.map(Path::to_path_buf).or_else(|| default_annotations(input)).with_context(
+                    || format!("{}: cannot find annotations.json; pass --annotations", input.display()),
+                )?;
             Box::new(OraclePerception::open(input, &path)?)
         }
     };
     let mut builder = MapBuilder::new(config.clone(), camera, map_from_world)?;
-    let bar = if progress { crate::progress::bar(sequence.len() as u64, "map") } else { indicatif::ProgressBar::hidden() };
+    let bar = if progress {
+        crate::progress::bar(sequence.len() as u64, "map")
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut perception_seconds = 0.0;
     for (k, pose) in frame_poses.iter().enumerate() {
         bar.inc(1);
@@ -233,11 +258,8 @@ pub fn write_outputs(out: &Path, map: &SemanticMap, trajectory: &Trajectory) -> 
     gst_io::write_gray_png(&out.join("occupancy.png"), &render_binary(map, &view))?;
     gst_io::write_rgb_png(&out.join("semantic.png"), &render_semantic(map, &view))?;
     gst_io::write_json(&out.join("view.json"), &view)?;
-    let trajectory = if trajectory.is_empty() {
-        Trajectory::new(Vec::<TimedPose>::new())?
-    } else {
-        trajectory.clone()
-    };
+    let trajectory =
+        if trajectory.is_empty() { Trajectory::new(Vec::<TimedPose>::new())? } else { trajectory.clone() };
     write_trajectory_tum(&out.join("trajectory.tum"), &trajectory)?;
     Ok(())
 }

@@ -69,7 +69,8 @@ pub struct MapEvaluation {
 }
 
 pub fn run(args: &MapEvalArgs) -> Result<()> {
-    let evaluation = evaluate_map(&args.map, &args.scene, args.groundtruth.as_deref(), args.topdown.as_deref())?;
+    let evaluation =
+        evaluate_map(&args.map, &args.scene, args.groundtruth.as_deref(), args.topdown.as_deref())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&evaluation)?);
     } else {
@@ -84,8 +85,14 @@ fn print_table(e: &MapEvaluation) {
     println!("|---|---|");
     println!("| occupancy IoU | {:.3} |", e.occupancy_iou);
     println!("| room MCC | {:.3} |", e.room_mcc);
-    println!("| room F1 ({} predicted, {} true, {} matched) | {:.3} |", e.rooms_predicted, e.rooms_true, e.rooms_matched, e.room_f1);
-    println!("| room-graph edge F1 ({} predicted, {} true) | {:.3} |", e.edges_predicted, e.edges_true, e.edge_f1);
+    println!(
+        "| room F1 ({} predicted, {} true, {} matched) | {:.3} |",
+        e.rooms_predicted, e.rooms_true, e.rooms_matched, e.room_f1
+    );
+    println!(
+        "| room-graph edge F1 ({} predicted, {} true) | {:.3} |",
+        e.edges_predicted, e.edges_true, e.edge_f1
+    );
     println!(
         "| object centroid error median / mean, m ({} of {} objects) | {} / {} |",
         e.objects_matched,
@@ -134,7 +141,8 @@ pub fn evaluate_map(
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("{}: not a top-down mapping", path.display()))?
     };
-    let topdown_path = topdown.map(Path::to_path_buf).or_else(|| default_topdown(scene_json)).context("no top-down path")?;
+    let topdown_path =
+        topdown.map(Path::to_path_buf).or_else(|| default_topdown(scene_json)).context("no top-down path")?;
     let binary = gst_io::read_gray(&topdown_path)?;
     let gt_path = groundtruth.map(Path::to_path_buf).unwrap_or_else(|| map_dir.join("groundtruth.tum"));
     let truth = read_trajectory_tum(&gt_path)?;
@@ -149,7 +157,8 @@ pub fn evaluate_map(
     };
     // Map frame from scene world, for sampling our grid at truth pixels.
     let map_from_scene = |xy: [f64; 2], z: f64| -> [f64; 2] {
-        let v = alignment.rotation.transpose() * (Vector3::new(xy[0], xy[1], z) - alignment.translation) / alignment.scale;
+        let v = alignment.rotation.transpose() * (Vector3::new(xy[0], xy[1], z) - alignment.translation)
+            / alignment.scale;
         let m = map.map_from_world.transform_point(&Point3::new(v.x, v.y, v.z));
         [m.x, m.y]
     };
@@ -173,8 +182,10 @@ pub fn evaluate_map(
             let ours_free = cell.is_some_and(|i| map.occupancy.cells[i] == CellState::Free);
             inter += usize::from(truth_free && ours_free);
             union += usize::from(truth_free || ours_free);
-            let true_room = if truth_free { scene.plan.rooms.iter().position(|r| r.contains(world)) } else { None };
-            let our_room = cell.and_then(|i| map.room_labels.get(i)).filter(|l| **l > 0).map(|l| *l as usize - 1);
+            let true_room =
+                if truth_free { scene.plan.rooms.iter().position(|r| r.contains(world)) } else { None };
+            let our_room =
+                cell.and_then(|i| map.room_labels.get(i)).filter(|l| **l > 0).map(|l| *l as usize - 1);
             if let Some(t) = true_room {
                 *truth_by_room.entry(t).or_default() += 1;
             }
@@ -193,7 +204,8 @@ pub fn evaluate_map(
     let mut candidates: Vec<(f64, usize, usize)> = overlap
         .iter()
         .map(|(&(t, o), &n)| {
-            let u = truth_by_room.get(&t).copied().unwrap_or(0) + ours_by_room.get(&o).copied().unwrap_or(0) - n;
+            let u =
+                truth_by_room.get(&t).copied().unwrap_or(0) + ours_by_room.get(&o).copied().unwrap_or(0) - n;
             (n as f64 / u.max(1) as f64, t, o)
         })
         .collect();
@@ -227,9 +239,10 @@ pub fn evaluate_map(
 
     // Objects.
     let annotations_path = scene_dir.join("annotations.json");
-    let text = std::fs::read_to_string(&annotations_path).with_context(|| format!("reading {}", annotations_path.display()))?;
-    let annotations: Vec<AnnotationRecord> =
-        serde_json::from_str(&text).with_context(|| format!("{}: not annotations", annotations_path.display()))?;
+    let text = std::fs::read_to_string(&annotations_path)
+        .with_context(|| format!("reading {}", annotations_path.display()))?;
+    let annotations: Vec<AnnotationRecord> = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not annotations", annotations_path.display()))?;
     let seen: Vec<&AnnotationRecord> = annotations.iter().filter(|a| !a.appear_frames.is_empty()).collect();
     evaluation.objects_true = seen.len();
     let landmarks: Vec<(Option<u32>, Option<gst_core::ObjectClass>, [f64; 3])> =
@@ -243,7 +256,8 @@ pub fn evaluate_map(
                     + (p[2] - a.bbox3d.translation[2]).powi(2))
                 .sqrt()
             };
-            let by_label = landmarks.iter().filter(|l| l.0 == Some(a.id)).map(|l| dist(&l.2)).reduce(f64::min);
+            let by_label =
+                landmarks.iter().filter(|l| l.0 == Some(a.id)).map(|l| dist(&l.2)).reduce(f64::min);
             by_label.or_else(|| {
                 landmarks
                     .iter()
@@ -278,7 +292,8 @@ pub fn evaluate_map(
         px_errors.sort_by(f64::total_cmp);
         if !px_errors.is_empty() {
             evaluation.registration_error_px_mean = px_errors.iter().sum::<f64>() / px_errors.len() as f64;
-            evaluation.registration_error_px_p95 = px_errors[(px_errors.len() * 95 / 100).min(px_errors.len() - 1)];
+            evaluation.registration_error_px_p95 =
+                px_errors[(px_errors.len() * 95 / 100).min(px_errors.len() - 1)];
         }
     }
     Ok(evaluation)

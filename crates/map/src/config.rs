@@ -114,7 +114,9 @@ impl MapConfig {
             return bad("min_room_area_m2 and structure_dilation_m must not be negative".into());
         }
         if !(self.passage_clearance_m >= 0.0 && self.max_door_width_m > 0.0) {
-            return bad("passage_clearance_m must not be negative and max_door_width_m must be positive".into());
+            return bad(
+                "passage_clearance_m must not be negative and max_door_width_m must be positive".into()
+            );
         }
         if !(self.association_radius_m > 0.0) {
             return bad("association_radius_m must be positive".into());

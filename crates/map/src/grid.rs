@@ -153,7 +153,8 @@ mod tests {
 
     #[test]
     fn cells_and_centres_round_trip() {
-        let frame = GridFrame { origin_x_m: -1.0, origin_y_m: 2.0, resolution_m: 0.05, width: 40, height: 20 };
+        let frame =
+            GridFrame { origin_x_m: -1.0, origin_y_m: 2.0, resolution_m: 0.05, width: 40, height: 20 };
         let (c, r) = frame.cell_from_world(-0.97, 2.51).unwrap();
         assert_eq!((c, r), (0, 10));
         let [x, y] = frame.world_from_cell(c, r);

@@ -19,6 +19,8 @@ pub mod perception;
 pub mod register;
 pub mod render;
 pub mod rooms;
+#[cfg(test)]
+pub(crate) mod testworld;
 
 pub use config::MapConfig;
 pub use error::MapError;
@@ -29,8 +31,8 @@ pub use map::{
 pub use objects::{ObjectLandmark, ObjectMap, Observation, Region, YawBox};
 pub use occupancy::{CellState, OccupancyGrid};
 pub use perception::{
-    MarkedBoxPerception, NoPerception, OraclePerception, Perception, PixelBox, TargetEstimate, detect_red_box,
-    locate_marked_target,
+    MarkedBoxPerception, NoPerception, OraclePerception, Perception, PixelBox, TargetEstimate,
+    detect_red_box, locate_marked_target,
 };
 pub use register::{Registration, Similarity2, register};
 pub use render::{TopdownView, render_binary, render_semantic};

@@ -181,7 +181,13 @@ impl MapBuilder {
                 }
                 if frame.index % self.config.frame_stride == 0 {
                     self.occupancy.integrate(&self.camera, depth, &map_from_camera);
-                    self.objects.add_frame(frame.index, &self.camera, depth, &map_from_camera, frame.observations);
+                    self.objects.add_frame(
+                        frame.index,
+                        &self.camera,
+                        depth,
+                        &map_from_camera,
+                        frame.observations,
+                    );
                     self.stats.integrated_frames += 1;
                 }
             }
@@ -195,10 +201,7 @@ impl MapBuilder {
         let started = Instant::now();
         let occupancy = self.occupancy.finish();
         if occupancy.frame.is_empty() {
-            tracing::warn!(
-                frames = self.stats.frames,
-                "no frame with usable depth: the map is empty"
-            );
+            tracing::warn!(frames = self.stats.frames, "no frame with usable depth: the map is empty");
         }
         let segmentation = segment_rooms(&occupancy, &self.config);
         let mut rooms = segmentation.rooms;
@@ -267,7 +270,11 @@ impl SemanticMap {
         let length: f64 = self
             .trajectory
             .windows(2)
-            .map(|p| ((p[1].position_m[0] - p[0].position_m[0]).powi(2) + (p[1].position_m[1] - p[0].position_m[1]).powi(2)).sqrt())
+            .map(|p| {
+                ((p[1].position_m[0] - p[0].position_m[0]).powi(2)
+                    + (p[1].position_m[1] - p[0].position_m[1]).powi(2))
+                .sqrt()
+            })
             .sum();
         SceneGraph {
             format: SCENE_GRAPH_FORMAT.into(),
@@ -290,7 +297,12 @@ impl SemanticMap {
             doors: self
                 .doors
                 .iter()
-                .map(|d| SceneDoor { id: d.id, rooms: d.rooms, position: d.position_m.map(round), width_m: round(d.width_m) })
+                .map(|d| SceneDoor {
+                    id: d.id,
+                    rooms: d.rooms,
+                    position: d.position_m.map(round),
+                    width_m: round(d.width_m),
+                })
                 .collect(),
             objects: self
                 .objects
@@ -332,7 +344,8 @@ impl SemanticMap {
     /// Reads `dir/map.json`.
     pub fn load(dir: &Path) -> Result<Self, MapError> {
         let path = dir.join(MAP_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| MapError::Io { path: path.clone(), source })?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|source| MapError::Io { path: path.clone(), source })?;
         let record: MapRecord =
             serde_json::from_str(&text).map_err(|source| MapError::Json { path: path.clone(), source })?;
         record.into_map().map_err(|message| MapError::InvalidInput { path, message })
@@ -482,7 +495,10 @@ impl MapRecord {
 
     fn into_map(self) -> Result<SemanticMap, String> {
         if self.format_version != MAP_FORMAT_VERSION {
-            return Err(format!("format_version {} (this build reads {MAP_FORMAT_VERSION})", self.format_version));
+            return Err(format!(
+                "format_version {} (this build reads {MAP_FORMAT_VERSION})",
+                self.format_version
+            ));
         }
         let n = self.grid.len();
         let cells = expand(&self.cells, n, "cells")?
@@ -515,5 +531,279 @@ impl MapRecord {
             trajectory: self.trajectory,
             stats: self.stats,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::Region;
+    use crate::testworld::{Aabb, BoxWorld};
+    use gst_core::PinholeCamera;
+
+    const FLOOR: f64 = 0.3;
+
+    /// Two rooms, x ∈ [0, 4] and [4, 7], y ∈ [0, 3], a door (0.9 m, lintel at floor + 2.1 m) between
+    /// them, a cabinet in the first room. The floor is at z = 0.3 so that its estimation is exercised.
+    fn two_rooms() -> BoxWorld {
+        let (t, top) = (0.06, FLOOR + 2.6);
+        let wall_x =
+            |x: f64, y0: f64, y1: f64, z0: f64, z1: f64| Aabb { min: [x - t, y0, z0], max: [x + t, y1, z1] };
+        let wall_y = |y: f64, x0: f64, x1: f64| Aabb { min: [x0, y - t, FLOOR], max: [x1, y + t, top] };
+        BoxWorld {
+            floor_z: FLOOR,
+            ceiling_z: top,
+            boxes: vec![
+                wall_x(0.0, 0.0, 3.0, FLOOR, top),
+                wall_x(7.0, 0.0, 3.0, FLOOR, top),
+                wall_y(0.0, 0.0, 7.0),
+                wall_y(3.0, 0.0, 7.0),
+                wall_x(4.0, 0.0, 1.05, FLOOR, top),
+                wall_x(4.0, 1.95, 3.0, FLOOR, top),
+                wall_x(4.0, 1.05, 1.95, FLOOR + 2.1, top),
+                Aabb { min: [0.5, 2.3, FLOOR], max: [1.5, 2.9, FLOOR + 0.8] },
+            ],
+        }
+    }
+
+    fn camera() -> PinholeCamera {
+        PinholeCamera::from_horizontal_fov(160, 128, 90.0).unwrap()
+    }
+
+    /// Turns on the spot in both rooms and walks through the door.
+    fn poses() -> Vec<Pose3> {
+        let mut out = Vec::new();
+        let z = FLOOR + 1.4;
+        for (x, y) in [(2.0, 1.2), (5.5, 1.5)] {
+            for k in 0..24 {
+                let yaw = f64::from(k) * 15f64.to_radians();
+                out.push(Pose3::world_from_camera_yaw_pitch(Vector3::new(x, y, z), yaw, -10f64.to_radians()));
+            }
+        }
+        for k in 0..10 {
+            let x = 3.0 + 0.2 * f64::from(k);
+            out.push(Pose3::world_from_camera_yaw_pitch(Vector3::new(x, 1.5, z), 0.0, -10f64.to_radians()));
+        }
+        out
+    }
+
+    fn build(with_cabinet_observations: bool) -> SemanticMap {
+        let world = two_rooms();
+        let camera = camera();
+        let poses = poses();
+        let mut builder = MapBuilder::new(MapConfig::default(), camera, gravity_alignment(&poses)).unwrap();
+        for (k, pose) in poses.iter().enumerate() {
+            let depth = world.render(&camera, pose);
+            // Perception stand-in: the cabinet's pixels, found by depth against a render without it.
+            let observations = if with_cabinet_observations {
+                let mut empty = world.clone();
+                empty.boxes.pop();
+                let without = empty.render(&camera, pose);
+                let mask: Vec<u32> = (0..depth.data().len())
+                    .filter(|&i| (depth.data()[i] - without.data()[i]).abs() > 0.05)
+                    .map(|i| i as u32)
+                    .collect();
+                if mask.len() > 30 {
+                    vec![Observation {
+                        class: Some(gst_core::ObjectClass::parse("cabinet").unwrap()),
+                        label: None,
+                        region: Region::Mask(mask),
+                    }]
+                } else {
+                    Vec::new()
+                }
+            } else {
+                Vec::new()
+            };
+            builder
+                .add_frame(&PosedFrame {
+                    index: k,
+                    timestamp_s: k as f64 * 0.1,
+                    world_from_camera: *pose,
+                    depth: Some(&depth),
+                    observations: &observations,
+                })
+                .unwrap();
+        }
+        builder.finish()
+    }
+
+    #[test]
+    fn gravity_alignment_is_identity_for_a_z_up_world_and_recovers_a_tilt() {
+        let poses = poses();
+        let identity = gravity_alignment(&poses);
+        assert!(identity.rotation().angle() < 1e-6, "{identity:?}");
+        // The same poses in a world rotated 30° about x: alignment must bring up back to z.
+        let tilt =
+            Pose3::from_parts(Vector3::new(1.0, 2.0, 3.0), UnitQuaternion::from_euler_angles(0.5, 0.0, 0.0));
+        let tilted: Vec<Pose3> = poses.iter().map(|p| tilt * *p).collect();
+        let alignment = gravity_alignment(&tilted);
+        let up = (alignment * tilt).rotation() * Vector3::z();
+        assert!((up - Vector3::z()).norm() < 1e-6, "{up}");
+    }
+
+    #[test]
+    fn two_room_depth_world_gives_floor_rooms_door_and_object() {
+        let map = build(true);
+        assert!((map.occupancy.floor_z_m - FLOOR).abs() < 0.02, "floor {}", map.occupancy.floor_z_m);
+        // The ceiling is barely seen by a camera looking down in small rooms: estimate or default.
+        assert!(map.occupancy.ceiling_z_m > FLOOR + 2.4, "ceiling {}", map.occupancy.ceiling_z_m);
+        assert_eq!(map.rooms.len(), 2, "{:?}", map.rooms);
+        assert_eq!(map.doors.len(), 1, "{:?}", map.doors);
+        let door = &map.doors[0];
+        assert!(
+            (door.position_m[0] - 4.0).abs() < 0.2 && (door.position_m[1] - 1.5).abs() < 0.25,
+            "{door:?}"
+        );
+        // Free floor against the truth: the two interiors minus the cabinet.
+        let g = &map.occupancy.frame;
+        let (mut inter, mut union) = (0, 0);
+        for (i, c) in map.occupancy.cells.iter().enumerate() {
+            let [x, y] = g.world_from_cell((i % g.width as usize) as u32, (i / g.width as usize) as u32);
+            let inside = (x > 0.1 && x < 3.9 || x > 4.1 && x < 6.9) && y > 0.1 && y < 2.9;
+            let cabinet = x > 0.45 && x < 1.55 && y > 2.25;
+            let truth = inside && !cabinet;
+            let ours = *c == CellState::Free;
+            inter += usize::from(truth && ours);
+            union += usize::from(truth || ours);
+        }
+        let iou = inter as f64 / union as f64;
+        assert!(iou > 0.85, "free-space IoU {iou}");
+        let footprint: Vec<CellState> = (0..10)
+            .flat_map(|i| (0..5).map(move |j| (0.55 + 0.1 * f64::from(i), 2.35 + 0.1 * f64::from(j))))
+            .map(|(x, y)| map.occupancy.state_at(x, y))
+            .collect();
+        let occupied = footprint.iter().filter(|c| **c == CellState::Occupied).count();
+        let free = footprint.iter().filter(|c| **c == CellState::Free).count();
+        // Small test images (160x128, every 4th pixel) leave gaps; none of the footprint may be free.
+        assert!(
+            occupied * 5 >= footprint.len() * 2 && free == 0,
+            "{occupied} occupied, {free} free of {}",
+            footprint.len()
+        );
+        assert_eq!(map.objects.len(), 1, "{:?}", map.objects);
+        let cabinet = &map.objects[0];
+        let c = cabinet.centroid_m;
+        assert!(
+            (c[0] - 1.0).abs() < 0.1 && (c[1] - 2.6).abs() < 0.15 && (c[2] - (FLOOR + 0.4)).abs() < 0.1,
+            "{cabinet:?}"
+        );
+        let room = map.room_at(c[0], c[1]).unwrap();
+        assert_eq!(map.rooms[room].objects, vec![0]);
+        assert_eq!(map.room_at(5.5, 1.5).map(|r| map.rooms[r].objects.len()), Some(0));
+    }
+
+    #[test]
+    fn map_and_scene_graph_round_trip() {
+        let map = build(true);
+        let dir = tempfile::tempdir().unwrap();
+        map.save(dir.path()).unwrap();
+        let loaded = SemanticMap::load(dir.path()).unwrap();
+        // Floats go through decimal text: compare the structure exactly and numbers to 1e-9.
+        assert!(
+            loaded.occupancy.cells == map.occupancy.cells
+                && loaded.occupancy.structure == map.occupancy.structure
+        );
+        assert!(loaded.room_labels == map.room_labels && loaded.doors.len() == map.doors.len());
+        assert_eq!(loaded.occupancy.frame.width, map.occupancy.frame.width);
+        assert!((loaded.occupancy.frame.origin_x_m - map.occupancy.frame.origin_x_m).abs() < 1e-9);
+        assert_eq!(loaded.objects.len(), map.objects.len());
+        for (a, b) in loaded.objects.iter().zip(&map.objects) {
+            assert!((0..3).all(|k| (a.centroid_m[k] - b.centroid_m[k]).abs() < 1e-9) && a.class == b.class);
+        }
+        assert_eq!(loaded.scene_graph(), map.scene_graph());
+        let text = std::fs::read_to_string(dir.path().join(SCENE_GRAPH_FILE)).unwrap();
+        let graph: SceneGraph = serde_json::from_str(&text).unwrap();
+        assert_eq!(graph, map.scene_graph());
+        assert_eq!(graph.rooms.len(), 2);
+        assert_eq!(graph.rooms[0].neighbours, vec![1]);
+        assert_eq!(graph.objects[0].class.as_deref(), Some("cabinet"));
+        assert_eq!(graph.trajectory.frames, poses().len());
+    }
+
+    #[test]
+    fn corrupt_map_files_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(MAP_FILE), "{\"format_version\": 1").unwrap();
+        let error = SemanticMap::load(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("map.json"), "{error}");
+        assert!(SemanticMap::load(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn degenerate_input_gives_an_empty_or_partial_map() {
+        let camera = camera();
+        // No depth at all.
+        let mut builder = MapBuilder::new(MapConfig::default(), camera, Pose3::identity()).unwrap();
+        for k in 0..3 {
+            builder
+                .add_frame(&PosedFrame {
+                    index: k,
+                    timestamp_s: 0.0,
+                    world_from_camera: Pose3::identity(),
+                    depth: None,
+                    observations: &[],
+                })
+                .unwrap();
+        }
+        let map = builder.finish();
+        assert!(map.rooms.is_empty() && map.occupancy.cells.is_empty() && map.trajectory.len() == 3);
+        assert!(map.scene_graph().rooms.is_empty());
+        // All-missing depth, and a single frame of a featureless corridor.
+        let mut builder = MapBuilder::new(MapConfig::default(), camera, Pose3::identity()).unwrap();
+        let zeros = DepthImage::filled(160, 128, 0.0);
+        let pose = Pose3::world_from_camera_yaw_pitch(Vector3::new(1.0, 0.5, 1.4), 0.0, -0.2);
+        builder
+            .add_frame(&PosedFrame {
+                index: 0,
+                timestamp_s: 0.0,
+                world_from_camera: pose,
+                depth: Some(&zeros),
+                observations: &[],
+            })
+            .unwrap();
+        let corridor = BoxWorld {
+            floor_z: 0.0,
+            ceiling_z: 2.5,
+            boxes: vec![
+                Aabb { min: [0.0, -0.1, 0.0], max: [30.0, 0.0, 2.5] },
+                Aabb { min: [0.0, 1.0, 0.0], max: [30.0, 1.1, 2.5] },
+            ],
+        };
+        let depth = corridor.render(&camera, &pose);
+        builder
+            .add_frame(&PosedFrame {
+                index: 1,
+                timestamp_s: 0.1,
+                world_from_camera: pose,
+                depth: Some(&depth),
+                observations: &[],
+            })
+            .unwrap();
+        let map = builder.finish();
+        assert!(map.occupancy.free_area_m2() > 0.1, "{}", map.occupancy.free_area_m2());
+        // Wrong-sized depth is an error, not a panic.
+        let mut builder = MapBuilder::new(MapConfig::default(), camera, Pose3::identity()).unwrap();
+        let small = DepthImage::filled(10, 10, 1.0);
+        assert!(
+            builder
+                .add_frame(&PosedFrame {
+                    index: 0,
+                    timestamp_s: 0.0,
+                    world_from_camera: pose,
+                    depth: Some(&small),
+                    observations: &[]
+                })
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn config_validation_rejects_nonsense() {
+        assert!(MapConfig { resolution_m: 0.0, ..MapConfig::default() }.validate().is_err());
+        assert!(MapConfig { pixel_stride: 0, ..MapConfig::default() }.validate().is_err());
+        assert!(serde_json::from_str::<MapConfig>("{\"resolution\": 0.1}").is_err());
+        let partial: MapConfig = serde_json::from_str("{\"resolution_m\": 0.1}").unwrap();
+        assert_eq!(partial.pixel_stride, MapConfig::default().pixel_stride);
     }
 }

@@ -175,7 +175,8 @@ impl OccupancyAccumulator {
             return None;
         }
         let peak = self.ceiling_votes.iter().copied().max().unwrap_or(0);
-        let top = self.ceiling_votes.iter().rposition(|&v| v as f64 >= CEILING_MODE_FRACTION * peak as f64)?;
+        let top =
+            self.ceiling_votes.iter().rposition(|&v| v as f64 >= CEILING_MODE_FRACTION * peak as f64)?;
         let lo = top.saturating_sub(3);
         let window = &self.ceiling_votes[lo..=(top + 3).min(self.ceiling_votes.len() - 1)];
         Self::mode(window).map(|(z, _)| z + lo as f64 * HISTOGRAM_BIN_M)
@@ -187,7 +188,11 @@ impl OccupancyAccumulator {
         let res = f.resolution_m;
         let (cur_max_x, cur_max_y) =
             (f.origin_x_m + f64::from(f.width) * res, f.origin_y_m + f64::from(f.height) * res);
-        if f.width > 0 && min[0] >= f.origin_x_m && min[1] >= f.origin_y_m && max[0] < cur_max_x && max[1] < cur_max_y
+        if f.width > 0
+            && min[0] >= f.origin_x_m
+            && min[1] >= f.origin_y_m
+            && max[0] < cur_max_x
+            && max[1] < cur_max_y
         {
             return;
         }
@@ -208,7 +213,8 @@ impl OccupancyAccumulator {
         let origin_y = if f.width == 0 { new_min_y } else { f.origin_y_m - shift_y as f64 * res };
         let width = ((new_max_x - origin_x) / res).ceil().max(1.0) as u32;
         let height = ((new_max_y - origin_y) / res).ceil().max(1.0) as u32;
-        let new_frame = GridFrame { origin_x_m: origin_x, origin_y_m: origin_y, resolution_m: res, width, height };
+        let new_frame =
+            GridFrame { origin_x_m: origin_x, origin_y_m: origin_y, resolution_m: res, width, height };
         let mut counts = vec![CellCounts::default(); new_frame.len()];
         let mut stamps = vec![[0u32; 4]; new_frame.len()];
         for row in 0..f.height {
@@ -284,7 +290,9 @@ impl OccupancyAccumulator {
         };
         let ceiling = self
             .ceiling_z_m()
-            .filter(|c| *c > floor + self.config.structure_min_height_m + self.config.structure_below_ceiling_m + 0.1)
+            .filter(|c| {
+                *c > floor + self.config.structure_min_height_m + self.config.structure_below_ceiling_m + 0.1
+            })
             .unwrap_or(floor + self.config.default_ceiling_height_m);
         self.frames += 1;
         let (mut min, mut max) = ([cam.x, cam.y], [cam.x, cam.y]);
@@ -336,7 +344,13 @@ impl OccupancyAccumulator {
                 self.count(index, 3);
             }
         }
-        tracing::debug!(frame = self.frames, floor, ceiling, ?kinds, "classified depth samples (floor, obstacle, structure, other)");
+        tracing::debug!(
+            frame = self.frames,
+            floor,
+            ceiling,
+            ?kinds,
+            "classified depth samples (floor, obstacle, structure, other)"
+        );
         // Free space: the floor is visible along the ray from the camera to every floor point.
         floor_cells.sort_unstable();
         floor_cells.dedup();
@@ -378,11 +392,7 @@ impl OccupancyAccumulator {
                 }
             })
             .collect();
-        let structure = self
-            .counts
-            .iter()
-            .map(|k| u32::from(k.structure) >= c.min_obstacle_frames)
-            .collect();
+        let structure = self.counts.iter().map(|k| u32::from(k.structure) >= c.min_obstacle_frames).collect();
         OccupancyGrid { frame: self.frame, cells, structure, floor_z_m: floor, ceiling_z_m: ceiling }
     }
 }

@@ -20,10 +20,10 @@ use crate::{MapConfig, MapError, ObjectMap};
 /// Instances with fewer visible pixels than this are not reported by the oracle.
 const ORACLE_MIN_PIXELS: usize = 400;
 /// Red of the marking after H.264: red channel at least this...
-const RED_MIN: u8 = 140;
+const RED_MIN: u8 = 130;
 /// ...and exceeding green and blue by at least this (the 4:2:0 chroma of a 3 px line bleeds into its
 /// neighbours, so a pure threshold on (255, 0, 0) would miss it).
-const RED_MARGIN: i32 = 70;
+const RED_MARGIN: i32 = 90;
 /// Width of the band along each side of a candidate box checked for red, pixels.
 const RED_BAND_PX: u32 = 4;
 /// Fraction of each side's band that must be red.
@@ -82,7 +82,8 @@ impl OraclePerception {
         if !sequence.has_instances() {
             return Err(MapError::InvalidInput {
                 path: tum_dir.into(),
-                message: "no instances.txt: oracle perception needs a generated episode's instance images".into(),
+                message: "no instances.txt: oracle perception needs a generated episode's instance images"
+                    .into(),
             });
         }
         Ok(Self { sequence, classes: read_instance_classes(annotations)? })
@@ -225,7 +226,8 @@ fn is_frame(red: &[bool], w: u32, b: &PixelBox) -> bool {
     if b.x_max - b.x_min <= 2 * inner || b.y_max - b.y_min <= 2 * inner {
         return true;
     }
-    fraction(b.x_min + inner..=b.x_max - inner, b.y_min + inner..=b.y_max - inner) <= RED_INTERIOR_MAX_FRACTION
+    fraction(b.x_min + inner..=b.x_max - inner, b.y_min + inner..=b.y_max - inner)
+        <= RED_INTERIOR_MAX_FRACTION
 }
 
 /// Real perception of a `_visual` target: the red box of an object-marked video (frame k of the video is
@@ -315,7 +317,8 @@ pub fn locate_marked_target(
         detections += 1;
         let (Some(Some(pose)), true) = (world_from_camera.get(k), k < sequence.len()) else { continue };
         let depth = sequence.frame(k)?.depth;
-        let region = Region::Box { x_min: found.x_min, y_min: found.y_min, x_max: found.x_max, y_max: found.y_max };
+        let region =
+            Region::Box { x_min: found.x_min, y_min: found.y_min, x_max: found.x_max, y_max: found.y_max };
         let points = observation_points(camera, &depth, pose, &region);
         if points.len() >= 10 {
             per_frame.push((k, found, points));
@@ -337,7 +340,11 @@ pub fn locate_marked_target(
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     });
-    let mut objects = ObjectMap::new(&MapConfig { association_radius_m: 1e3, min_object_points: 1, ..MapConfig::default() });
+    let mut objects = ObjectMap::new(&MapConfig {
+        association_radius_m: 1e3,
+        min_object_points: 1,
+        ..MapConfig::default()
+    });
     let mut used = 0;
     let mut best: Option<(usize, PixelBox)> = None;
     for ((k, found, points), c) in per_frame.iter().zip(&centres) {
@@ -351,7 +358,8 @@ pub fn locate_marked_target(
             best = Some((*k, *found));
         }
     }
-    let (Some(landmark), Some((best_frame, best_box))) = (objects.landmarks(1).into_iter().next(), best) else {
+    let (Some(landmark), Some((best_frame, best_box))) = (objects.landmarks(1).into_iter().next(), best)
+    else {
         return Ok(None);
     };
     Ok(Some(TargetEstimate {
@@ -413,5 +421,28 @@ mod tests {
             }
         }
         assert_eq!(detect_red_box(&img), None);
+    }
+}
+
+#[cfg(test)]
+mod video_probe {
+    /// Prints the colours along the top edge of a marked frame (calibration aid; needs a generated split).
+    #[test]
+    #[ignore = "needs GST_MAP_PROBE=video.mp4:frame:x0:y0:x1 from a generated split"]
+    fn probe_marked_video_colours() {
+        let Ok(spec) = std::env::var("GST_MAP_PROBE") else { return };
+        let parts: Vec<&str> = spec.split(':').collect();
+        let n = |i: usize| parts[i].parse::<u32>().unwrap();
+        let mut reader = gst_io::VideoReader::open(std::path::Path::new(parts[0])).unwrap();
+        let mut frame = None;
+        for _ in 0..=n(1) {
+            frame = reader.next_frame().unwrap();
+        }
+        let frame = frame.unwrap();
+        for y in n(3).saturating_sub(6)..n(3) + 3 {
+            let row: Vec<[u8; 3]> = (n(2)..n(4)).step_by(7).map(|x| *frame.get(x, y).unwrap()).collect();
+            eprintln!("y={y}: {row:?}");
+        }
+        eprintln!("detected: {:?}", super::detect_red_box(&frame));
     }
 }

@@ -158,7 +158,9 @@ pub fn register(map: &SemanticMap, topdown: &Image<u8>) -> Result<Registration, 
     let map_boundary: Vec<[f64; 2]> = free
         .iter()
         .copied()
-        .filter(|&i| crate::grid::neighbours4(g, i).count() < 4 || crate::grid::neighbours4(g, i).any(|j| !is_free(j)))
+        .filter(|&i| {
+            crate::grid::neighbours4(g, i).count() < 4 || crate::grid::neighbours4(g, i).any(|j| !is_free(j))
+        })
         .map(cell)
         .collect();
     let boundary: Vec<bool> = (0..width * height)
@@ -175,9 +177,17 @@ pub fn register(map: &SemanticMap, topdown: &Image<u8>) -> Result<Registration, 
                     || !white[i + width])
         })
         .collect();
-    let white_pixels: Vec<[f64; 2]> =
-        (0..width * height).filter(|&i| white[i]).map(|i| [(i % width) as f64 + 0.5, (i / width) as f64 + 0.5]).collect();
-    let target = Target { width, height, boundary_dt: distance_transform(width, height, &boundary), white, white_pixels };
+    let white_pixels: Vec<[f64; 2]> = (0..width * height)
+        .filter(|&i| white[i])
+        .map(|i| [(i % width) as f64 + 0.5, (i / width) as f64 + 0.5])
+        .collect();
+    let target = Target {
+        width,
+        height,
+        boundary_dt: distance_transform(width, height, &boundary),
+        white,
+        white_pixels,
+    };
 
     let free_points: Vec<[f64; 2]> = free.iter().map(|&i| cell(i)).collect();
     let map_area = free.len() as f64 * g.cell_area_m2();
@@ -306,7 +316,11 @@ fn dice(target: &Target, map: &SemanticMap, free_points: &[[f64; 2]], t: &Simila
         .iter()
         .filter(|p| {
             let [u, v] = t.apply(**p);
-            u >= 0.0 && v >= 0.0 && (u as usize) < target.width && (v as usize) < target.height && target.white[v as usize * target.width + u as usize]
+            u >= 0.0
+                && v >= 0.0
+                && (u as usize) < target.width
+                && (v as usize) < target.height
+                && target.white[v as usize * target.width + u as usize]
         })
         .count();
     let precision = on_white as f64 / free_points.len().max(1) as f64;
@@ -317,4 +331,104 @@ fn dice(target: &Target, map: &SemanticMap, free_points: &[[f64; 2]], t: &Simila
     });
     let recall = covered.count() as f64 / sample.len().max(1) as f64;
     if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::map::{MapStats, SemanticMap};
+    use crate::testworld::{GridPlan, grid_from_plan};
+
+    fn map_of(plan: &GridPlan) -> SemanticMap {
+        let occupancy = grid_from_plan(plan, 0.05);
+        let n = occupancy.cells.len();
+        SemanticMap {
+            map_from_world: Pose3::identity(),
+            occupancy,
+            room_labels: vec![0; n],
+            rooms: Vec::new(),
+            doors: Vec::new(),
+            objects: Vec::new(),
+            trajectory: Vec::new(),
+            stats: MapStats::default(),
+        }
+    }
+
+    fn plan_a() -> GridPlan {
+        GridPlan {
+            rooms: vec![
+                vec![[0.0, 0.0, 6.0, 3.0], [0.0, 3.0, 3.0, 7.0]],
+                vec![[3.0, 3.0, 6.0, 5.0]],
+                vec![[6.0, 0.0, 9.0, 2.5]],
+            ],
+            doors: vec![([4.5, 3.0], 0.9), ([6.0, 1.5], 0.9)],
+        }
+    }
+
+    /// The binary top-down of a map under a known similarity.
+    fn draw(map: &SemanticMap, t: &Similarity2) -> Image<u8> {
+        let mut img = Image::filled(640, 512, 0u8);
+        for v in 0..512u32 {
+            for u in 0..640u32 {
+                let [x, y] = t.inverse_apply([f64::from(u) + 0.5, f64::from(v) + 0.5]);
+                if map.occupancy.state_at(x, y) == CellState::Free {
+                    *img.get_mut(u, v).unwrap() = 255;
+                }
+            }
+        }
+        img
+    }
+
+    #[test]
+    fn similarity_inverts() {
+        let t = Similarity2 { scale: 23.0, rotation_rad: 2.1, translation_px: [100.0, -40.0] };
+        let p = [1.5, -2.25];
+        let q = t.inverse_apply(t.apply(p));
+        assert!((q[0] - p[0]).abs() < 1e-9 && (q[1] - p[1]).abs() < 1e-9);
+        // Map +y is up in the image at rotation 0; headings follow the Ori convention.
+        let r = Registration {
+            image_from_map: Similarity2 { scale: 10.0, rotation_rad: 0.0, translation_px: [0.0, 0.0] },
+            map_from_world: Pose3::identity(),
+            score: 1.0,
+            chamfer_px: 0.0,
+            image_width: 640,
+            image_height: 512,
+        };
+        assert!(r.pixel_from_map([0.0, 1.0])[1] < r.pixel_from_map([0.0, 0.0])[1]);
+        assert!((r.heading_deg_from_map_yaw(std::f64::consts::FRAC_PI_2)).abs() < 1e-9);
+        assert!((r.heading_deg_from_map_yaw(std::f64::consts::PI) - 90.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn registration_recovers_a_known_similarity_and_prefers_the_true_plan() {
+        let map = map_of(&plan_a());
+        let truth =
+            Similarity2 { scale: 48.0, rotation_rad: 37f64.to_radians(), translation_px: [250.0, 330.0] };
+        let image = draw(&map, &truth);
+        let r = register(&map, &image).unwrap();
+        let g = &map.occupancy.frame;
+        let mut worst = 0.0f64;
+        for (i, c) in map.occupancy.cells.iter().enumerate() {
+            if *c == CellState::Free {
+                let p = g.world_from_cell((i % g.width as usize) as u32, (i / g.width as usize) as u32);
+                let (a, b) = (r.pixel_from_map(p), truth.apply(p));
+                worst = worst.max(((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt());
+            }
+        }
+        assert!(worst < 2.0, "worst pixel error {worst}, {r:?}");
+        assert!(r.score > 0.95, "{r:?}");
+        // Another plan of similar size scores lower against the same image.
+        let other = map_of(&GridPlan {
+            rooms: vec![vec![[0.0, 0.0, 4.5, 4.0]], vec![[4.5, 0.0, 9.0, 4.0]], vec![[0.0, 4.0, 9.0, 6.0]]],
+            doors: vec![([4.5, 2.0], 0.9), ([2.0, 4.0], 0.9)],
+        });
+        let other_score = register(&other, &image).unwrap().score;
+        assert!(other_score < r.score - 0.1, "true {} vs other {other_score}", r.score);
+    }
+
+    #[test]
+    fn empty_inputs_are_errors() {
+        let map = map_of(&plan_a());
+        assert!(register(&map, &Image::filled(64, 64, 0u8)).is_err());
+    }
 }

@@ -40,7 +40,8 @@ impl TopdownView {
             (min, max) = ([-1.0, -1.0], [1.0, 1.0]);
         }
         let usable = (f64::from(width) - 2.0 * VIEW_MARGIN_PX, f64::from(height) - 2.0 * VIEW_MARGIN_PX);
-        let mpp = ((max[0] - min[0] + g.resolution_m) / usable.0).max((max[1] - min[1] + g.resolution_m) / usable.1);
+        let mpp = ((max[0] - min[0] + g.resolution_m) / usable.0)
+            .max((max[1] - min[1] + g.resolution_m) / usable.1);
         let (cx, cy) = ((min[0] + max[0]) / 2.0, (min[1] + max[1]) / 2.0);
         Self {
             width,
@@ -131,7 +132,12 @@ pub fn render_semantic(map: &SemanticMap, view: &TopdownView) -> RgbImage {
         let (hx, hy) = (o.bbox.size_m[0] / 2.0, o.bbox.size_m[1] / 2.0);
         let corners: Vec<[f64; 2]> = [[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]]
             .iter()
-            .map(|d| view.pixel_from_map([o.centroid_m[0] + c * d[0] - s * d[1], o.centroid_m[1] + s * d[0] + c * d[1]]))
+            .map(|d| {
+                view.pixel_from_map([
+                    o.centroid_m[0] + c * d[0] - s * d[1],
+                    o.centroid_m[1] + s * d[0] + c * d[1],
+                ])
+            })
             .collect();
         for k in 0..4 {
             draw_line(&mut img, corners[k], corners[(k + 1) % 4], color);
@@ -204,7 +210,12 @@ fn draw_number(img: &mut RgbImage, p: [f64; 2], number: usize, color: [u8; 3], s
                 if bits >> (2 - col) & 1 == 1 {
                     for sy in 0..scale {
                         for sx in 0..scale {
-                            put(img, x0 + k as i64 * glyph_w + col * scale + sx, y0 + row as i64 * scale + sy, color);
+                            put(
+                                img,
+                                x0 + k as i64 * glyph_w + col * scale + sx,
+                                y0 + row as i64 * scale + sy,
+                                color,
+                            );
                         }
                     }
                 }

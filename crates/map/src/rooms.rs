@@ -89,7 +89,8 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
     // Seeds: components of free cells away from structure and out of narrow passages.
     let clearance = distance_transform(w, h, &free.iter().map(|f| !f).collect::<Vec<_>>());
     let min_clearance = (config.passage_clearance_m / frame.resolution_m) as f32;
-    let seedable: Vec<bool> = (0..n).map(|i| free[i] && !near_structure[i] && clearance[i] > min_clearance).collect();
+    let seedable: Vec<bool> =
+        (0..n).map(|i| free[i] && !near_structure[i] && clearance[i] > min_clearance).collect();
     let mut component = vec![0u32; n];
     let mut sizes = vec![0usize];
     let mut queue = VecDeque::new();
@@ -174,7 +175,8 @@ fn describe_rooms(frame: &GridFrame, labels: &[u32], count: usize) -> Vec<Room> 
             let corners: Vec<[f64; 2]> = pts
                 .iter()
                 .flat_map(|p| {
-                    [[-half, -half], [half, -half], [half, half], [-half, half]].map(|d| [p[0] + d[0], p[1] + d[1]])
+                    [[-half, -half], [half, -half], [half, half], [-half, half]]
+                        .map(|d| [p[0] + d[0], p[1] + d[1]])
                 })
                 .collect();
             Room {
@@ -264,7 +266,8 @@ pub fn convex_hull(mut points: Vec<[f64; 2]>) -> Vec<[f64; 2]> {
     if points.len() < 3 {
         return points;
     }
-    let cross = |o: [f64; 2], a: [f64; 2], b: [f64; 2]| (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+    let cross =
+        |o: [f64; 2], a: [f64; 2], b: [f64; 2]| (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
     let mut lower: Vec<[f64; 2]> = Vec::new();
     for &p in &points {
         while lower.len() >= 2 && cross(lower[lower.len() - 2], lower[lower.len() - 1], p) <= 0.0 {
@@ -305,4 +308,89 @@ pub fn room_at(frame: &GridFrame, labels: &[u32], x: f64, y: f64, radius_m: f64)
         }
     }
     best.map(|(_, l)| l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testworld::{GridPlan, grid_from_plan};
+
+    fn edges(seg: &RoomSegmentation) -> Vec<[usize; 2]> {
+        let mut e: Vec<[usize; 2]> = seg.doors.iter().map(|d| d.rooms).collect();
+        e.sort_unstable();
+        e.dedup();
+        e
+    }
+
+    /// The room (by id) whose area contains a point.
+    fn room_of(seg: &RoomSegmentation, grid: &OccupancyGrid, x: f64, y: f64) -> usize {
+        room_at(&grid.frame, &seg.labels, x, y, 0.2).unwrap()
+    }
+
+    #[test]
+    fn two_rectangles_and_a_door() {
+        let plan = GridPlan {
+            rooms: vec![vec![[0.0, 0.0, 4.0, 3.0]], vec![[4.0, 0.0, 7.0, 3.0]]],
+            doors: vec![([4.0, 1.5], 0.9)],
+        };
+        let grid = grid_from_plan(&plan, 0.05);
+        let seg = segment_rooms(&grid, &MapConfig::default());
+        assert_eq!(seg.rooms.len(), 2);
+        assert_eq!(edges(&seg), vec![[0, 1]]);
+        let door = &seg.doors[0];
+        assert!(
+            (door.position_m[0] - 4.0).abs() < 0.15 && (door.position_m[1] - 1.5).abs() < 0.15,
+            "{door:?}"
+        );
+        assert!(door.width_m > 0.6 && door.width_m < 1.1, "{door:?}");
+        let a = room_of(&seg, &grid, 2.0, 1.5);
+        assert!((seg.rooms[a].area_m2 - 12.0).abs() < 1.5, "{:?}", seg.rooms[a]);
+        let graph = room_graph(&seg.rooms, &seg.doors);
+        assert_eq!((graph.node_count(), graph.edge_count()), (2, 1));
+    }
+
+    #[test]
+    fn an_l_shaped_room_stays_one_room() {
+        let plan = GridPlan {
+            rooms: vec![vec![[0.0, 0.0, 5.0, 2.5], [0.0, 2.5, 2.5, 6.0]], vec![[2.5, 2.5, 5.0, 6.0]]],
+            doors: vec![([3.75, 2.5], 0.9)],
+        };
+        let grid = grid_from_plan(&plan, 0.05);
+        let seg = segment_rooms(&grid, &MapConfig::default());
+        assert_eq!(seg.rooms.len(), 2, "{:?}", seg.rooms);
+        assert_eq!(edges(&seg), vec![[0, 1]]);
+        assert_eq!(room_of(&seg, &grid, 4.5, 1.0), room_of(&seg, &grid, 1.0, 5.5));
+        assert_ne!(room_of(&seg, &grid, 4.0, 4.0), room_of(&seg, &grid, 1.0, 5.5));
+    }
+
+    #[test]
+    fn corridor_with_several_doors() {
+        // A 1.2 m corridor along the bottom, three rooms above it, each with a door onto it, and one door
+        // between the first two rooms.
+        let plan = GridPlan {
+            rooms: vec![
+                vec![[0.0, 0.0, 9.0, 1.2]],
+                vec![[0.0, 1.2, 3.0, 4.5]],
+                vec![[3.0, 1.2, 6.0, 4.5]],
+                vec![[6.0, 1.2, 9.0, 4.5]],
+            ],
+            doors: vec![([1.5, 1.2], 0.8), ([4.5, 1.2], 0.9), ([7.5, 1.2], 1.0), ([3.0, 3.0], 0.8)],
+        };
+        let grid = grid_from_plan(&plan, 0.05);
+        let seg = segment_rooms(&grid, &MapConfig::default());
+        assert_eq!(seg.rooms.len(), 4, "{:?}", seg.rooms);
+        let corridor = room_of(&seg, &grid, 4.5, 0.6);
+        let rooms = [1.5, 4.5, 7.5].map(|x| room_of(&seg, &grid, x, 3.0));
+        let mut expected: Vec<[usize; 2]> =
+            rooms.iter().map(|&r| [r.min(corridor), r.max(corridor)]).collect();
+        expected.push([rooms[0].min(rooms[1]), rooms[0].max(rooms[1])]);
+        expected.sort_unstable();
+        assert_eq!(edges(&seg), expected);
+    }
+
+    #[test]
+    fn an_empty_grid_has_no_rooms() {
+        let seg = segment_rooms(&OccupancyGrid::empty(0.05), &MapConfig::default());
+        assert!(seg.rooms.is_empty() && seg.doors.is_empty());
+    }
 }
