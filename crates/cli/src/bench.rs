@@ -33,6 +33,9 @@ pub enum BenchKind {
     /// SLAM accuracy (ATE, RPE), tracking rate and peak memory on generated explorations, clean and noisy
     /// depth, against Open3D's RGB-D odometry chained frame to frame.
     Slam(crate::bench_slam::SlamBenchArgs),
+    /// The semantic map on generated scenes (SLAM poses, noisy depth): occupancy, rooms, room graph, objects,
+    /// marked targets, registration and mapping time against the targets.
+    Map(crate::bench_map::MapBenchArgs),
     /// One run of our SLAM for `gst bench slam`, in its own process (peak memory per sequence).
     #[command(hide = true)]
     SlamRun(crate::bench_slam::SlamRunArgs),
@@ -92,6 +95,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchKind::Render(args) => run_render(args),
         BenchKind::Slam(args) => crate::bench_slam::run(args),
         BenchKind::SlamRun(args) => crate::bench_slam::run_child(args),
+        BenchKind::Map(args) => crate::bench_map::run(args),
     }
 }
 

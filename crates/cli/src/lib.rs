@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_map;
 mod bench_slam;
 mod generate_cmd;
 mod map_cmd;
