@@ -212,7 +212,13 @@ pub fn run(args: &MapBenchArgs) -> Result<()> {
 
 /// Locates every marked target of a scene with SLAM's poses and reports the error of each (aligned to
 /// ground truth like the map).
-fn locate_targets(split: &Path, scene: &str, input: &Path, map_dir: &Path, scene_dir: &Path) -> Result<Vec<Option<f64>>> {
+fn locate_targets(
+    split: &Path,
+    scene: &str,
+    input: &Path,
+    map_dir: &Path,
+    scene_dir: &Path,
+) -> Result<Vec<Option<f64>>> {
     let videos = split.join("videos").join(scene);
     let mut marked: Vec<(u32, PathBuf)> = std::fs::read_dir(&videos)
         .with_context(|| format!("reading {}", videos.display()))?
@@ -230,21 +236,28 @@ fn locate_targets(split: &Path, scene: &str, input: &Path, map_dir: &Path, scene
     };
     let estimate = read_trajectory_tum(&map_dir.join("trajectory.tum"))?;
     let truth = read_trajectory_tum(&map_dir.join("groundtruth.tum"))?;
-    let alignment = align(&associate(&truth, &estimate, 0.01)?, AlignmentKind::Se3)?.unwrap_or_else(Alignment::identity);
+    let alignment =
+        align(&associate(&truth, &estimate, 0.01)?, AlignmentKind::Se3)?.unwrap_or_else(Alignment::identity);
     let stamps: Vec<f64> = estimate.poses().iter().map(|p| p.timestamp_s).collect();
     let poses: Vec<Option<gst_core::Pose3>> = sequence
         .entries()
         .iter()
         .map(|e| {
             let k = stamps.partition_point(|t| *t < e.timestamp_s - 1e-4);
-            estimate.poses().get(k).filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3).map(|p| p.world_from_camera)
+            estimate
+                .poses()
+                .get(k)
+                .filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3)
+                .map(|p| p.world_from_camera)
         })
         .collect();
     let text = std::fs::read_to_string(scene_dir.join("annotations.json"))?;
     let annotations: Vec<AnnotationCentre> = serde_json::from_str(&text)?;
     let mut errors = Vec::new();
     for (id, video) in marked {
-        let Some(centre) = annotations.iter().find(|a| a.id == id).map(|a| a.bbox3d.translation) else { continue };
+        let Some(centre) = annotations.iter().find(|a| a.id == id).map(|a| a.bbox3d.translation) else {
+            continue;
+        };
         let located = locate_marked_target(&video, &sequence, &camera, &poses)?;
         errors.push(located.map(|t| {
             let p = alignment.transform_point(&nalgebra::Vector3::from(t.centroid_world_m));
