@@ -21,7 +21,7 @@ use gst_map::{MapConfig, SemanticMap, locate_marked_target, register};
 use gst_sim::noise::DepthNoise;
 use gst_slam::metrics::{Alignment, AlignmentKind, align, associate};
 
-use crate::map_cmd::{PerceptionKind, PoseSource, build_map};
+use crate::map_cmd::{MapRun, PerceptionKind, PoseSource, build_map};
 use crate::map_eval_cmd::{MapEvaluation, evaluate_map};
 use crate::progress;
 
@@ -45,6 +45,9 @@ pub struct MapBenchArgs {
     /// Where poses come from.
     #[arg(long, value_enum, default_value = "slam")]
     pub poses: PoseSource,
+    /// Reuse the maps of an earlier run (`maps/<scene>/run.json`) instead of running SLAM and mapping again.
+    #[arg(long)]
+    pub reuse_maps: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -161,15 +164,21 @@ pub fn run(args: &MapBenchArgs) -> Result<()> {
         };
         let scene_dir = args.split.join("scenes").join(scene);
         let map_dir = args.out.join("maps").join(scene);
-        let run = build_map(
-            &input,
-            &map_dir,
-            args.poses,
-            PerceptionKind::Oracle,
-            Some(&scene_dir.join("annotations.json")),
-            &MapConfig::default(),
-            true,
-        )?;
+        let cached = map_dir.join("run.json");
+        let run: MapRun = if args.reuse_maps && cached.is_file() {
+            serde_json::from_str(&std::fs::read_to_string(&cached)?)
+                .with_context(|| cached.display().to_string())?
+        } else {
+            build_map(
+                &input,
+                &map_dir,
+                args.poses,
+                PerceptionKind::Oracle,
+                Some(&scene_dir.join("annotations.json")),
+                &MapConfig::default(),
+                true,
+            )?
+        };
         let images = args.split.join("images").join(scene);
         let truth_image = images.join("topdown_binary.png");
         let evaluation = evaluate_map(&map_dir, &scene_dir.join("scene.json"), None, Some(&truth_image))?;
@@ -202,6 +211,7 @@ pub fn run(args: &MapBenchArgs) -> Result<()> {
         });
     }
     gst_io::write_json(&args.out.join("bench.json"), &results)?;
+    #[allow(clippy::print_stdout)] // the command's report
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
@@ -267,6 +277,7 @@ fn locate_targets(
     Ok(errors)
 }
 
+#[allow(clippy::print_stdout)] // the command's report
 fn print_table(results: &[SceneResult]) {
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     println!(

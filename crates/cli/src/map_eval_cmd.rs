@@ -71,6 +71,7 @@ pub struct MapEvaluation {
 pub fn run(args: &MapEvalArgs) -> Result<()> {
     let evaluation =
         evaluate_map(&args.map, &args.scene, args.groundtruth.as_deref(), args.topdown.as_deref())?;
+    #[allow(clippy::print_stdout)] // the command's report
     if args.json {
         println!("{}", serde_json::to_string_pretty(&evaluation)?);
     } else {
@@ -79,6 +80,7 @@ pub fn run(args: &MapEvalArgs) -> Result<()> {
     Ok(())
 }
 
+#[allow(clippy::print_stdout)] // the command's report
 fn print_table(e: &MapEvaluation) {
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     println!("| metric | value |");

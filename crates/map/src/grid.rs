@@ -137,13 +137,13 @@ fn dt1d(f: &[f32], d: &mut [f32], v: &mut [usize], z: &mut [f32]) {
         }
     }
     k = 0;
-    for q in 0..n {
+    for (q, out) in d.iter_mut().enumerate().take(n) {
         let qf = q as f32;
         while z[k + 1] < qf {
             k += 1;
         }
         let p = v[k] as f32;
-        d[q] = (qf - p) * (qf - p) + f[v[k]];
+        *out = (qf - p) * (qf - p) + f[v[k]];
     }
 }
 

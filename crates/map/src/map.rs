@@ -179,7 +179,7 @@ impl MapBuilder {
                         self.camera.height
                     )));
                 }
-                if frame.index % self.config.frame_stride == 0 {
+                if frame.index.is_multiple_of(self.config.frame_stride) {
                     self.occupancy.integrate(&self.camera, depth, &map_from_camera);
                     self.objects.add_frame(
                         frame.index,

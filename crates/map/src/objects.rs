@@ -384,7 +384,7 @@ mod tests {
         depths.extend(std::iter::repeat_n(4.0, 400));
         let (lo, hi) = object_depth_interval(&depths).unwrap();
         assert!(lo <= 1.95 + 1e-9 && lo > 1.8, "lo {lo}");
-        assert!(hi >= 2.3 && hi < 2.5, "hi {hi}");
+        assert!((2.3..2.5).contains(&hi), "hi {hi}");
         // A sliver of clutter in front (5 %) is not the object.
         let mut with_clutter = depths.clone();
         with_clutter.extend(std::iter::repeat_n(0.9, 50));

@@ -139,7 +139,7 @@ impl OccupancyAccumulator {
 
     fn bin_of(z: f64) -> Option<usize> {
         let b = ((z + HISTOGRAM_HALF_RANGE_M) / HISTOGRAM_BIN_M).floor();
-        (b >= 0.0 && b < 2.0 * HISTOGRAM_HALF_RANGE_M / HISTOGRAM_BIN_M).then_some(b as usize)
+        (0.0..2.0 * HISTOGRAM_HALF_RANGE_M / HISTOGRAM_BIN_M).contains(&b).then_some(b as usize)
     }
 
     fn z_of_bin(bin: usize) -> f64 {

@@ -34,8 +34,14 @@ const RED_INTERIOR_MAX_FRACTION: f64 = 0.35;
 const RED_MIN_SIDE_PX: u32 = 10;
 /// Thickness of the marking drawn outside the object's box (GST-Bench: 3 px).
 const MARK_THICKNESS_PX: u32 = 3;
-/// A per-frame target centre this far from the median of all frames is an outlier, metres.
-const TARGET_OUTLIER_M: f64 = 0.6;
+/// Voxel of the target's candidate surface, metres.
+const TARGET_VOXEL_M: f64 = 0.05;
+/// A voxel projecting this close outside a box (fraction of the box's longer side) still counts as inside.
+const TARGET_BOX_MARGIN: f64 = 0.05;
+/// Voxels inside the box in at least this fraction of the views that see them are the target...
+const TARGET_VOTE_FRACTION: f64 = 0.8;
+/// ...when seen by at least this fraction of the views of the most-seen voxel.
+const TARGET_MIN_SEEN_FRACTION: f64 = 0.3;
 
 /// Gives the object observations of a frame.
 pub trait Perception {
@@ -297,9 +303,10 @@ pub struct TargetEstimate {
 /// of `sequence`, `None` where tracking failed), with depth from `sequence` (frame k of the video = frame k
 /// of the sequence). `None` when no frame shows a usable box.
 ///
-/// Each frame's box gives the target's visible surface (the nearest dominant depth surface in the box);
-/// frames whose surface centre lies far from the median of all frames are dropped; the rest are fused and
-/// a box fitted to their surface voxels gives the centre.
+/// The box of one frame holds the target and whatever is around it. Each frame's nearest dominant depth
+/// surface in the box gives candidate voxels; across frames only the target stays inside the boxes, so each
+/// voxel is scored by the fraction of the views that see it whose box it projects into (a visual hull by
+/// voting), and a box is fitted to the voxels inside nearly all of them.
 pub fn locate_marked_target(
     marked_video: &Path,
     sequence: &TumSequence,
@@ -307,7 +314,8 @@ pub fn locate_marked_target(
     world_from_camera: &[Option<Pose3>],
 ) -> Result<Option<TargetEstimate>, MapError> {
     let mut reader = VideoReader::open(marked_video)?;
-    let mut per_frame: Vec<(usize, PixelBox, Vec<nalgebra::Point3<f64>>)> = Vec::new();
+    let mut views: Vec<(usize, PixelBox, Pose3)> = Vec::new();
+    let mut voxels: BTreeMap<[i32; 3], u32> = BTreeMap::new();
     let mut detections = 0;
     let mut index = 0usize;
     while let Some(frame) = reader.next_frame()? {
@@ -317,54 +325,74 @@ pub fn locate_marked_target(
         detections += 1;
         let (Some(Some(pose)), true) = (world_from_camera.get(k), k < sequence.len()) else { continue };
         let depth = sequence.frame(k)?.depth;
+        // Candidates: the nearest dominant depth surface in the box (not the background behind the target).
         let region =
             Region::Box { x_min: found.x_min, y_min: found.y_min, x_max: found.x_max, y_max: found.y_max };
         let points = observation_points(camera, &depth, pose, &region);
-        if points.len() >= 10 {
-            per_frame.push((k, found, points));
+        let samples = points.len();
+        for p in &points {
+            *voxels.entry([p.x, p.y, p.z].map(|c| (c / TARGET_VOXEL_M).floor() as i32)).or_default() += 1;
+        }
+        if samples > 0 {
+            views.push((k, found, *pose));
         }
     }
-    if per_frame.is_empty() {
+    if views.is_empty() || voxels.is_empty() {
         tracing::warn!(video = %marked_video.display(), detections, "no usable red box in the marked video");
         return Ok(None);
     }
-    let centres: Vec<[f64; 3]> = per_frame
+    // Vote: in how many views does each voxel centre project inside the box (with a small margin)?
+    let cameras: Vec<(Pose3, PixelBox)> = views.iter().map(|(_, b, pose)| (pose.inverse(), *b)).collect();
+    let keys: Vec<[i32; 3]> = voxels.keys().copied().collect();
+    // Per voxel: views that see its centre in the image, and those of them whose box holds it.
+    let votes: Vec<(usize, usize)> = keys
         .iter()
-        .map(|(_, _, pts)| {
-            let n = pts.len() as f64;
-            pts.iter().fold([0.0; 3], |a, p| [a[0] + p.x / n, a[1] + p.y / n, a[2] + p.z / n])
+        .map(|key| {
+            let centre = nalgebra::Point3::from(key.map(|c| (f64::from(c) + 0.5) * TARGET_VOXEL_M));
+            let mut seen = 0;
+            let mut inside = 0;
+            for (camera_from_world, b) in &cameras {
+                let p = camera_from_world.transform_point(&centre);
+                let Some(px) = camera.project(&p).filter(|px| camera.contains(px)) else { continue };
+                seen += 1;
+                let margin = TARGET_BOX_MARGIN * f64::from((b.x_max - b.x_min).max(b.y_max - b.y_min));
+                if px.x >= f64::from(b.x_min) - margin
+                    && px.x <= f64::from(b.x_max) + margin
+                    && px.y >= f64::from(b.y_min) - margin
+                    && px.y <= f64::from(b.y_max) + margin
+                {
+                    inside += 1;
+                }
+            }
+            (seen, inside)
         })
         .collect();
-    let median = [0, 1, 2].map(|a| {
-        let mut v: Vec<f64> = centres.iter().map(|c| c[a]).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    });
+    let most_seen = votes.iter().map(|v| v.0).max().unwrap_or(0);
+    let min_seen = ((TARGET_MIN_SEEN_FRACTION * most_seen as f64).ceil() as usize).max(1);
+    let keep = |&(seen, inside): &(usize, usize)| {
+        seen >= min_seen && inside as f64 >= TARGET_VOTE_FRACTION * seen as f64
+    };
     let mut objects = ObjectMap::new(&MapConfig {
         association_radius_m: 1e3,
         min_object_points: 1,
         ..MapConfig::default()
     });
-    let mut used = 0;
-    let mut best: Option<(usize, PixelBox)> = None;
-    for ((k, found, points), c) in per_frame.iter().zip(&centres) {
-        let d = ((c[0] - median[0]).powi(2) + (c[1] - median[1]).powi(2) + (c[2] - median[2]).powi(2)).sqrt();
-        if d > TARGET_OUTLIER_M {
-            continue;
-        }
-        used += 1;
-        objects.add_points(*k, points);
-        if best.is_none_or(|(_, b)| found.area() > b.area()) {
-            best = Some((*k, *found));
-        }
-    }
-    let (Some(landmark), Some((best_frame, best_box))) = (objects.landmarks(1).into_iter().next(), best)
-    else {
-        return Ok(None);
-    };
+    let kept: Vec<nalgebra::Point3<f64>> = keys
+        .iter()
+        .zip(&votes)
+        .filter(|(_, v)| keep(v))
+        .map(|(key, _)| nalgebra::Point3::from(key.map(|c| (f64::from(c) + 0.5) * TARGET_VOXEL_M)))
+        .collect();
+    objects.add_points(views[0].0, &kept);
+    let (best_frame, best_box) = views
+        .iter()
+        .max_by_key(|(k, b, _)| (b.area(), std::cmp::Reverse(*k)))
+        .map(|(k, b, _)| (*k, *b))
+        .unwrap_or((views[0].0, views[0].1));
+    let Some(landmark) = objects.landmarks(1).into_iter().next() else { return Ok(None) };
     Ok(Some(TargetEstimate {
         centroid_world_m: landmark.centroid_m,
-        observations: used,
+        observations: views.len(),
         detections,
         best_frame,
         best_box,
