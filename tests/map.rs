@@ -8,15 +8,15 @@ use std::path::Path;
 
 use common::{assert_clean_failure, run};
 
-/// A 3–4 room house explored for about half a minute at 5 fps, primitive furniture.
+/// A 3–4 room house explored for about half a minute at 3 fps, primitive furniture, one marked target.
 const SMALL_CONFIG: &str = r#"{
   "scene": { "plan": { "min_rooms": 3, "max_rooms": 4 } },
-  "explore": { "fps": 5.0, "duration_s": [30.0, 40.0] },
-  "current_views": 1,
+  "explore": { "fps": 3.0, "duration_s": [25.0, 30.0] },
+  "current_views": 0,
   "visual_targets": 1,
-  "semantic_targets": 1,
-  "trajectory_questions": 1,
-  "topdown_questions": 1
+  "semantic_targets": 0,
+  "trajectory_questions": 0,
+  "topdown_questions": 0
 }"#;
 
 fn path(p: &Path) -> &str {
@@ -112,7 +112,8 @@ fn maps_a_generated_scene_and_locates_its_marked_target() -> anyhow::Result<()> 
         .map(|x| [0, 1, 2].map(|k| x["bbox3d"]["translation"][k].as_f64().unwrap_or(f64::NAN)))
         .ok_or_else(|| anyhow::anyhow!("target {id} not annotated"))?;
     let error = (0..3).map(|k| (target.centroid_world_m[k] - truth_centre[k]).powi(2)).sum::<f64>().sqrt();
-    assert!(error < 0.3, "target {id}: error {error} m ({target:?})");
+    // A target seen from one side is located by its visible surface: up to half its depth off its centre.
+    assert!(error < 0.5, "target {id}: error {error} m ({target:?})");
     assert!(target.observations >= 3);
     Ok(())
 }
