@@ -20,5 +20,6 @@ check gst-io rerun ort reqwest ureq gst-sim
 check gst-bench rerun ort reqwest ureq
 check gst-slam rerun ort reqwest ureq gst-sim gst-bench
 check gst-baseline rerun gst-sim gst-bench
+check gst-map rerun ort reqwest ureq gst-sim gst-bench gst-slam
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status
