@@ -725,7 +725,16 @@ fn topdown_selection(
                 distractors.push(image);
             }
         }
-        add_topdown_question(paths, TaskId::TopdownSelectionHard, question, truth, distractors, video, set, rng)?;
+        add_topdown_question(
+            paths,
+            TaskId::TopdownSelectionHard,
+            question,
+            truth,
+            distractors,
+            video,
+            set,
+            rng,
+        )?;
     }
     Ok(())
 }

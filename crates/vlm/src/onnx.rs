@@ -632,14 +632,14 @@ fn model_spec(
     let model_error = |message: String| VlmError::Model { dir: dir.into(), message };
     let vision = &hf.vision_config;
     let scale = hf.scale_factor.unwrap_or(1).max(1);
-    if vision.patch_size == 0 || vision.image_size % vision.patch_size != 0 {
+    if vision.patch_size == 0 || !vision.image_size.is_multiple_of(vision.patch_size) {
         return Err(model_error(format!(
             "config.json: image_size {} is not a multiple of patch_size {}",
             vision.image_size, vision.patch_size
         )));
     }
     let patches = (vision.image_size / vision.patch_size).pow(2);
-    if patches % (scale * scale) != 0 {
+    if !patches.is_multiple_of(scale * scale) {
         return Err(model_error(format!(
             "config.json: {patches} patches do not merge by scale_factor {scale}"
         )));
