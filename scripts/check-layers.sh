@@ -19,5 +19,6 @@ check gst-sim opencv rerun ort reqwest ureq gst-io
 check gst-io rerun ort reqwest ureq gst-sim
 check gst-bench rerun ort reqwest ureq
 check gst-slam rerun ort reqwest ureq gst-sim gst-bench
+check gst-baseline rerun gst-sim gst-bench
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status

@@ -86,7 +86,8 @@ fn tracks_a_rendered_episode_and_relocalises_current_views() -> anyhow::Result<(
     // Relocalisation of RGB images without depth. The estimate's world is the first camera's; the ATE
     // alignment maps it onto the truth's.
     let alignment = evaluation.alignment.ok_or_else(|| anyhow::anyhow!("no alignment"))?;
-    let mut relocalizer = Relocalizer::new(&output, &SlamConfig::default())?;
+    let map = gst_slam::SlamMap::from_output(&output);
+    let mut relocalizer = Relocalizer::new(&map, &SlamConfig::default())?;
     let mut within = |image: &gst_core::RgbImage, truth: &Pose3| -> anyhow::Result<bool> {
         let Some(found) = relocalizer.relocalize(image)? else { return Ok(false) };
         assert!((0.0..=1.0).contains(&found.confidence));

@@ -33,6 +33,8 @@ pub enum BenchKind {
     /// SLAM accuracy (ATE, RPE), tracking rate and peak memory on generated explorations, clean and noisy
     /// depth, against Open3D's RGB-D odometry chained frame to frame.
     Slam(crate::bench_slam::SlamBenchArgs),
+    /// Relocalisation of a generated split's current views (RGB only) against their true poses.
+    Reloc(crate::bench_reloc::RelocBenchArgs),
     /// One run of our SLAM for `gst bench slam`, in its own process (peak memory per sequence).
     #[command(hide = true)]
     SlamRun(crate::bench_slam::SlamRunArgs),
@@ -91,6 +93,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.which {
         BenchKind::Render(args) => run_render(args),
         BenchKind::Slam(args) => crate::bench_slam::run(args),
+        BenchKind::Reloc(args) => crate::bench_reloc::run(args),
         BenchKind::SlamRun(args) => crate::bench_slam::run_child(args),
     }
 }

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_reloc;
 mod bench_slam;
+mod eval_cmd;
 mod generate_cmd;
 mod progress;
 mod render_cmd;
@@ -47,6 +49,8 @@ enum Command {
     TrajEval(traj_eval_cmd::TrajEvalArgs),
     /// RGB-D SLAM over a recording: trajectory.tum, keyframes.json, map_points.ply.
     Slam(slam_cmd::SlamArgs),
+    /// Answer a benchmark split with a model (resumable), score it and print the paper's table.
+    Eval(eval_cmd::EvalArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -73,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Score(args) => score_cmd::run(&args),
         Command::TrajEval(args) => traj_eval_cmd::run(&args),
         Command::Slam(args) => slam_cmd::run(&args),
+        Command::Eval(args) => eval_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

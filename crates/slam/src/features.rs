@@ -55,6 +55,19 @@ impl Features {
         self.keypoints.is_empty()
     }
 
+    /// Features from stored keypoints and descriptors (one each, same order), indexed for radius search in
+    /// a `width` x `height` image.
+    pub fn from_parts(
+        keypoints: Vec<Keypoint>,
+        descriptors: Vec<Descriptor>,
+        width: u32,
+        height: u32,
+    ) -> Self {
+        let mut features = Features { keypoints, descriptors, ..Features::default() };
+        features.build_grid(width.max(1), height.max(1));
+        features
+    }
+
     fn build_grid(&mut self, width: u32, height: u32) {
         self.grid_cols = (width as f32 / GRID_CELL_PX).ceil() as usize;
         self.grid_rows = (height as f32 / GRID_CELL_PX).ceil() as usize;

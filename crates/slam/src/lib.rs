@@ -8,6 +8,7 @@ pub mod error;
 pub mod features;
 pub mod icp;
 pub mod index;
+pub mod map_file;
 pub mod metrics;
 pub mod optimize;
 pub mod output;
@@ -16,6 +17,7 @@ pub mod relocalize;
 pub mod system;
 
 pub use error::SlamError;
+pub use map_file::{MAP_FILE, SlamMap};
 pub use relocalize::{Relocalization, Relocalizer};
 pub use system::{
     FrameInfo, FrameResult, FrontEnd, Keyframe, MapPoint, PreparedFrame, Slam, SlamConfig, SlamOutput,

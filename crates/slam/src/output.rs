@@ -7,6 +7,8 @@
 //! - `map_points.ply`: ASCII PLY of the map points (`x y z` in metres, world frame, and `found`, the number
 //!   of frames that matched the point) for any point-cloud viewer.
 //! - `stats.json`: the run's counters ([`crate::SlamStats`]).
+//! - `map.gstslam`: the relocalisation map (keyframes with ORB keypoints and descriptors, map points), binary,
+//!   format in [`crate::map_file`]; `SlamMap::load` reads it back for relocalising images later.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -40,7 +42,7 @@ struct KeyframeFile<'a> {
     edges: Vec<EdgeRecord>,
 }
 
-/// Writes the four files into `dir` (created if needed), each atomically.
+/// Writes the five files into `dir` (created if needed), each atomically.
 pub fn write_outputs(dir: &Path, output: &SlamOutput) -> Result<(), SlamError> {
     std::fs::create_dir_all(dir).map_err(|source| SlamError::File { path: dir.into(), source })?;
     gst_io::write_trajectory_tum(&dir.join("trajectory.tum"), &output.trajectory)?;
@@ -88,5 +90,6 @@ pub fn write_outputs(dir: &Path, output: &SlamOutput) -> Result<(), SlamError> {
     }
     gst_io::atomic_write(&dir.join("map_points.ply"), ply.as_bytes())?;
     gst_io::write_json(&dir.join("stats.json"), &output.stats)?;
+    crate::SlamMap::from_output(output).save(&dir.join(crate::MAP_FILE))?;
     Ok(())
 }

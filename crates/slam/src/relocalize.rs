@@ -18,9 +18,10 @@ use gst_core::{Pose3, RgbImage};
 
 use crate::features::{Features, OrbExtractor, hamming};
 use crate::index::DescriptorIndex;
+use crate::map_file::SlamMap;
 use crate::optimize::{optimize_pose, pnp_ransac};
-use crate::system::{match_to_keyframe, observations};
-use crate::{SlamConfig, SlamError, SlamOutput};
+use crate::system::{match_to_points, observations};
+use crate::{SlamConfig, SlamError};
 
 /// A relocalised camera.
 #[derive(Clone, Debug, Serialize)]
@@ -39,7 +40,7 @@ pub struct Relocalization {
 /// Relocalises images against one map.
 #[derive(Debug)]
 pub struct Relocalizer<'a> {
-    map: &'a SlamOutput,
+    map: &'a SlamMap,
     index: DescriptorIndex,
     orb: OrbExtractor,
     config: SlamConfig,
@@ -55,7 +56,8 @@ const NEIGHBOURS: u32 = 3;
 const MIN_INLIERS: usize = 15;
 
 impl<'a> Relocalizer<'a> {
-    pub fn new(map: &'a SlamOutput, config: &SlamConfig) -> Result<Self, SlamError> {
+    /// A relocaliser over `map` (from a run: [`SlamMap::from_output`]; from disk: [`SlamMap::load`]).
+    pub fn new(map: &'a SlamMap, config: &SlamConfig) -> Result<Self, SlamError> {
         let mut index = DescriptorIndex::new();
         for keyframe in &map.keyframes {
             for (f, point) in keyframe.points.iter().enumerate() {
@@ -94,14 +96,19 @@ impl<'a> Relocalizer<'a> {
             let mut taken = std::collections::HashSet::new();
             for k in first..=last {
                 let Some(keyframe) = self.map.keyframes.get(k as usize) else { continue };
-                for (p, f) in match_to_keyframe(&features, keyframe, self.config.max_descriptor_distance) {
+                for (p, f) in match_to_points(
+                    &features,
+                    &keyframe.features,
+                    &keyframe.points,
+                    self.config.max_descriptor_distance,
+                ) {
                     if taken.insert(f) {
                         matches.push((p, f));
                     }
                 }
             }
             let points: Vec<Point3<f64>> =
-                matches.iter().map(|&(p, _)| self.map.map_points[p as usize].position).collect();
+                matches.iter().map(|&(p, _)| self.map.points[p as usize].position).collect();
             let pixels: Vec<[f64; 2]> = matches
                 .iter()
                 .map(|&(_, f)| {
@@ -145,7 +152,7 @@ impl<'a> Relocalizer<'a> {
                 if !visited.insert(p) {
                     continue;
                 }
-                let point = &self.map.map_points[p as usize];
+                let point = &self.map.points[p as usize];
                 let c = camera_from_world * point.position;
                 if c.z < 0.1 {
                     continue;
@@ -174,7 +181,7 @@ impl<'a> Relocalizer<'a> {
         if matches.len() < MIN_INLIERS {
             return None;
         }
-        let observations = observations(&self.map.map_points, features, &matches, f64::from(scale), false);
+        let observations = observations(&self.map.points, features, &matches, f64::from(scale), false);
         let mut pose = camera_from_world;
         let mut inlier = vec![true; observations.len()];
         let inliers = optimize_pose(camera, &mut pose, &observations, &mut inlier);

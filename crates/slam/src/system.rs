@@ -170,6 +170,17 @@ pub struct MapPoint {
     local_stamp: usize,
 }
 
+/// Anything with a world position (map points, stored map points).
+pub(crate) trait HasPosition {
+    fn position(&self) -> Point3<f64>;
+}
+
+impl HasPosition for MapPoint {
+    fn position(&self) -> Point3<f64> {
+        self.position
+    }
+}
+
 /// A keyframe: its pose, features and their map points.
 #[derive(Clone, Debug)]
 pub struct Keyframe {
@@ -952,7 +963,7 @@ impl Slam {
 /// The optimiser's observations of matched (map point, feature) pairs; the keypoint's depth is used when
 /// `use_depth`, its position is trusted to the pyramid scale of its level.
 pub(crate) fn observations(
-    points: &[MapPoint],
+    points: &[impl HasPosition],
     features: &Features,
     matches: &[(u32, u32)],
     scale_factor: f64,
@@ -963,7 +974,7 @@ pub(crate) fn observations(
         .map(|&(p, f)| {
             let k = &features.keypoints[f as usize];
             Observation {
-                point_world: points[p as usize].position,
+                point_world: points[p as usize].position(),
                 u: f64::from(k.u),
                 v: f64::from(k.v),
                 depth_m: if use_depth { k.depth_m.map(f64::from) } else { None },
@@ -980,12 +991,22 @@ pub(crate) fn match_to_keyframe(
     keyframe: &Keyframe,
     max_distance: u32,
 ) -> Vec<(u32, u32)> {
+    match_to_points(features, &keyframe.features, &keyframe.points, max_distance)
+}
+
+/// [`match_to_keyframe`] on a keyframe's parts: its features and their map points.
+pub(crate) fn match_to_points(
+    features: &Features,
+    keyframe_features: &Features,
+    keyframe_points: &[Option<u32>],
+    max_distance: u32,
+) -> Vec<(u32, u32)> {
     let mut matches: HashMap<u32, (u32, u32)> = HashMap::new();
     for (f, descriptor) in features.descriptors.iter().enumerate() {
         let (mut d1, mut d2, mut best) = (u32::MAX, u32::MAX, None);
-        for (k, point) in keyframe.points.iter().enumerate() {
+        for (k, point) in keyframe_points.iter().enumerate() {
             let Some(point) = point else { continue };
-            let d = hamming(descriptor, &keyframe.features.descriptors[k]);
+            let d = hamming(descriptor, &keyframe_features.descriptors[k]);
             if d < d1 {
                 d2 = d1;
                 d1 = d;

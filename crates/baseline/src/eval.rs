@@ -1,0 +1,329 @@
+//! The evaluation runner: answers every question of a split with one [`Answerer`], scene by scene, and
+//! writes `predictions.jsonl` (`{"uid": ..., "prediction": ...}` per line, what `gst score` reads).
+//!
+//! Resumable: predictions already in the file are kept and their questions skipped, so an interrupted run
+//! continues where it stopped (a line cut off by the interruption is dropped and its question answered
+//! again). Each answer is appended and flushed as it is made; when every question has been tried the file
+//! is rewritten sorted by uid, so its bytes do not depend on the order answers arrived in. Questions an
+//! answerer fails on are listed in `errors.jsonl` with the error and tried again on the next run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use gst_io::gst::QuestionFile;
+
+use crate::{AnswerContext, Answerer, BaselineError};
+
+/// File names inside the output directory.
+pub const PREDICTIONS: &str = "predictions.jsonl";
+pub const ERRORS: &str = "errors.jsonl";
+
+/// One line of `predictions.jsonl`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PredictionLine {
+    pub uid: String,
+    pub prediction: String,
+}
+
+/// One line of `errors.jsonl`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorLine {
+    pub uid: String,
+    pub error: String,
+}
+
+/// Where an evaluation writes.
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    /// Output directory: `predictions.jsonl`, `errors.jsonl`.
+    pub out_dir: PathBuf,
+    /// Per-video work the answerer keeps (maps and the like); `out_dir/cache` when `None`.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// What happened, for progress reporting.
+#[derive(Clone, Debug)]
+pub enum EvalEvent<'a> {
+    /// Questions to answer in this run (after skipping those already answered).
+    Started { pending: usize, reused: usize },
+    /// A scene's shared work begins (`prepare`).
+    Preparing { scene: &'a str, questions: usize },
+    /// One question was answered (or failed).
+    Answered { uid: &'a str, ok: bool },
+}
+
+/// Counts of one run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EvalSummary {
+    pub questions: usize,
+    /// Answered in earlier runs and kept.
+    pub reused: usize,
+    pub answered: usize,
+    pub failed: usize,
+    pub seconds: f64,
+}
+
+/// Reads a predictions file, tolerating a cut-off last line (dropped, as an interrupted run leaves it).
+pub fn read_predictions(path: &Path) -> Result<Vec<PredictionLine>, BaselineError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(BaselineError::io(path, error)),
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut predictions = Vec::with_capacity(lines.len());
+    for (k, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<PredictionLine>(line) {
+            Ok(prediction) => predictions.push(prediction),
+            Err(_) if k + 1 == lines.len() && !text.ends_with('\n') => {
+                tracing::warn!("{}: dropping a cut-off last line", path.display());
+            }
+            Err(error) => return Err(BaselineError::file(path, format!("line {}: {error}", k + 1))),
+        }
+    }
+    Ok(predictions)
+}
+
+fn write_lines<T: Serialize>(path: &Path, lines: &[T]) -> Result<(), BaselineError> {
+    let mut text = String::new();
+    for line in lines {
+        let json = serde_json::to_string(line).map_err(|e| BaselineError::file(path, e.to_string()))?;
+        text.push_str(&json);
+        text.push('\n');
+    }
+    gst_io::atomic_write(path, text.as_bytes())?;
+    Ok(())
+}
+
+/// Answers every question in `questions` not yet in `out_dir/predictions.jsonl`. Scenes are taken one at
+/// a time in name order (so per-scene work such as a map is built once and shared), and a scene's
+/// questions are answered in parallel.
+pub fn run_eval(
+    questions: &[QuestionFile],
+    split_dir: &Path,
+    answerer: &dyn Answerer,
+    options: &EvalOptions,
+    progress: &(dyn Fn(EvalEvent<'_>) + Sync),
+) -> Result<EvalSummary, BaselineError> {
+    let started = std::time::Instant::now();
+    let out = &options.out_dir;
+    std::fs::create_dir_all(out).map_err(|e| BaselineError::io(out, e))?;
+    let cache_dir = options.cache_dir.clone().unwrap_or_else(|| out.join("cache"));
+    std::fs::create_dir_all(&cache_dir).map_err(|e| BaselineError::io(&cache_dir, e))?;
+    let context = AnswerContext { split_dir, cache_dir: &cache_dir };
+
+    let mut uids = BTreeSet::new();
+    for question in questions {
+        if !uids.insert(question.question.uid.as_str()) {
+            return Err(BaselineError::file(
+                &question.path,
+                format!("uid {} appears twice in the split", question.question.uid),
+            ));
+        }
+    }
+    // Earlier predictions of questions still in the split are kept (rewritten whole, so a cut-off
+    // line is gone before anything is appended).
+    let predictions_path = out.join(PREDICTIONS);
+    let kept: Vec<PredictionLine> =
+        read_predictions(&predictions_path)?.into_iter().filter(|p| uids.contains(p.uid.as_str())).collect();
+    write_lines(&predictions_path, &kept)?;
+    let done: BTreeSet<String> = kept.iter().map(|p| p.uid.clone()).collect();
+
+    let mut by_scene: BTreeMap<&str, Vec<&QuestionFile>> = BTreeMap::new();
+    for question in questions.iter().filter(|q| !done.contains(&q.question.uid)) {
+        by_scene.entry(question.question.scene.as_str()).or_default().push(question);
+    }
+    let pending: usize = by_scene.values().map(Vec::len).sum();
+    progress(EvalEvent::Started { pending, reused: kept.len() });
+
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&predictions_path)
+        .map_err(|e| BaselineError::io(&predictions_path, e))?;
+    let file = Mutex::new(file);
+    let errors: Mutex<Vec<ErrorLine>> = Mutex::new(Vec::new());
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let record_error = |uid: &str, error: &BaselineError| {
+        tracing::warn!("{uid}: {error}");
+        if let Ok(mut errors) = errors.lock() {
+            errors.push(ErrorLine { uid: uid.to_string(), error: error.to_string() });
+        }
+    };
+
+    for (scene, mut scene_questions) in by_scene {
+        scene_questions.sort_by(|a, b| a.question.uid.cmp(&b.question.uid));
+        progress(EvalEvent::Preparing { scene, questions: scene_questions.len() });
+        if let Err(error) = answerer.prepare(scene, &scene_questions, &context) {
+            for question in &scene_questions {
+                record_error(&question.question.uid, &error);
+                progress(EvalEvent::Answered { uid: &question.question.uid, ok: false });
+            }
+            continue;
+        }
+        scene_questions.par_iter().try_for_each(|question| -> Result<(), BaselineError> {
+            let uid = &question.question.uid;
+            match answerer.answer(question, &context) {
+                Ok(prediction) => {
+                    let line = PredictionLine { uid: uid.clone(), prediction };
+                    let mut json = serde_json::to_string(&line)
+                        .map_err(|e| BaselineError::file(&predictions_path, e.to_string()))?;
+                    json.push('\n');
+                    let mut file = file
+                        .lock()
+                        .map_err(|_| BaselineError::Other("predictions file lock poisoned".into()))?;
+                    file.write_all(json.as_bytes())
+                        .and_then(|()| file.flush())
+                        .map_err(|e| BaselineError::io(&predictions_path, e))?;
+                    answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    progress(EvalEvent::Answered { uid, ok: true });
+                }
+                Err(error) => {
+                    record_error(uid, &error);
+                    progress(EvalEvent::Answered { uid, ok: false });
+                }
+            }
+            Ok(())
+        })?;
+    }
+    drop(file);
+
+    // Sorted by uid: the file's bytes do not depend on the order answers arrived in.
+    let mut all = read_predictions(&predictions_path)?;
+    all.sort_by(|a, b| a.uid.cmp(&b.uid));
+    write_lines(&predictions_path, &all)?;
+    let mut errors =
+        errors.into_inner().map_err(|_| BaselineError::Other("error list lock poisoned".into()))?;
+    errors.sort_by(|a, b| a.uid.cmp(&b.uid));
+    let errors_path = out.join(ERRORS);
+    if errors.is_empty() {
+        if errors_path.exists() {
+            std::fs::remove_file(&errors_path).map_err(|e| BaselineError::io(&errors_path, e))?;
+        }
+    } else {
+        write_lines(&errors_path, &errors)?;
+    }
+    Ok(EvalSummary {
+        questions: questions.len(),
+        reused: kept.len(),
+        answered: answered.into_inner(),
+        failed: errors.len(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gst_core::{Answer, Question, Setting, TaskId};
+
+    fn question(uid: &str, scene: &str, task: TaskId) -> QuestionFile {
+        let answer = match task.answer_kind() {
+            gst_core::AnswerKind::Degrees => Answer::Degrees(10),
+            gst_core::AnswerKind::Metres => Answer::Metres(2.5),
+            gst_core::AnswerKind::Point => Answer::Point([100, 200]),
+            gst_core::AnswerKind::Choice => Answer::Choice('B'),
+        };
+        QuestionFile {
+            path: PathBuf::from(format!("questions/{uid}.json")),
+            question: Question {
+                task,
+                uid: uid.into(),
+                scene: scene.into(),
+                answer,
+                texts: vec!["q".into()],
+                source_video_path: "v.mp4".into(),
+                copied_video_path: "../v.mp4".into(),
+                images: Vec::new(),
+                setting: Setting::Global,
+            },
+        }
+    }
+
+    /// Answers with the uid, fails on uids containing "bad", counts `prepare` calls per scene.
+    struct Echo {
+        prepared: Mutex<Vec<String>>,
+    }
+
+    impl Answerer for Echo {
+        fn name(&self) -> String {
+            "echo".into()
+        }
+        fn prepare(
+            &self,
+            scene: &str,
+            _: &[&QuestionFile],
+            _: &AnswerContext<'_>,
+        ) -> Result<(), BaselineError> {
+            self.prepared.lock().map_err(|_| BaselineError::Other("lock".into()))?.push(scene.into());
+            Ok(())
+        }
+        fn answer(&self, question: &QuestionFile, _: &AnswerContext<'_>) -> Result<String, BaselineError> {
+            let uid = &question.question.uid;
+            if uid.contains("bad") {
+                return Err(BaselineError::Question { uid: uid.clone(), message: "cannot".into() });
+            }
+            Ok(format!("answer of {uid}"))
+        }
+    }
+
+    #[test]
+    fn answers_scene_by_scene_resumes_and_sorts() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let options = EvalOptions { out_dir: dir.path().join("out"), cache_dir: None };
+        let questions: Vec<QuestionFile> = (0..7)
+            .map(|k| question(&format!("s{}_q{k}", k % 2), &format!("scene_{}", k % 2), TaskId::ALL[k]))
+            .chain([question("s1_bad", "scene_1", TaskId::TopdownSelectionHard)])
+            .collect();
+        let echo = Echo { prepared: Mutex::new(Vec::new()) };
+        let summary = run_eval(&questions, dir.path(), &echo, &options, &|_| {})?;
+        assert_eq!((summary.questions, summary.reused, summary.answered, summary.failed), (8, 0, 7, 1));
+        assert_eq!(*echo.prepared.lock().map_err(|_| "lock")?, ["scene_0", "scene_1"]);
+        let predictions = read_predictions(&options.out_dir.join(PREDICTIONS))?;
+        let uids: Vec<&str> = predictions.iter().map(|p| p.uid.as_str()).collect();
+        let mut sorted = uids.clone();
+        sorted.sort_unstable();
+        assert_eq!(uids, sorted);
+        assert_eq!(predictions[0].prediction, "answer of s0_q0");
+        let errors = std::fs::read_to_string(options.out_dir.join(ERRORS))?;
+        assert!(errors.contains("s1_bad") && errors.contains("cannot"), "{errors}");
+
+        // An interrupted file: one prediction lost, the last line cut off. The rerun answers only the
+        // missing questions (and the one that failed) and leaves the others as they were.
+        let path = options.out_dir.join(PREDICTIONS);
+        let text = std::fs::read_to_string(&path)?;
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.remove(2);
+        let cut = format!("{}\n{}", lines[..lines.len() - 1].join("\n"), &lines[lines.len() - 1][..10]);
+        std::fs::write(&path, cut)?;
+        let echo = Echo { prepared: Mutex::new(Vec::new()) };
+        let summary = run_eval(&questions, dir.path(), &echo, &options, &|_| {})?;
+        assert_eq!((summary.reused, summary.answered, summary.failed), (5, 2, 1));
+        assert_eq!(std::fs::read_to_string(&path)?, text);
+        Ok(())
+    }
+
+    #[test]
+    fn duplicate_uids_and_corrupt_predictions_are_errors() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let options = EvalOptions { out_dir: dir.path().join("out"), cache_dir: None };
+        let echo = Echo { prepared: Mutex::new(Vec::new()) };
+        let twice = [question("a", "s", TaskId::ALL[0]), question("a", "s", TaskId::ALL[1])];
+        let error =
+            run_eval(&twice, dir.path(), &echo, &options, &|_| {}).err().ok_or("duplicate accepted")?;
+        assert!(error.to_string().contains("uid a appears twice"), "{error}");
+        std::fs::create_dir_all(&options.out_dir)?;
+        std::fs::write(
+            options.out_dir.join(PREDICTIONS),
+            "{\"uid\": 1}\n{\"uid\":\"b\",\"prediction\":\"A\"}\n",
+        )?;
+        let error =
+            run_eval(&twice[..1], dir.path(), &echo, &options, &|_| {}).err().ok_or("corrupt accepted")?;
+        assert!(error.to_string().contains("predictions.jsonl: line 1"), "{error}");
+        Ok(())
+    }
+}

@@ -1,0 +1,70 @@
+//! Answerers for GST questions and the evaluation runner.
+//!
+//! An [`Answerer`] reads a question file (and the video and images it names) like any other model and
+//! returns its raw answer text; [`eval::run_eval`] runs one over a benchmark split, resumably, and writes
+//! the `predictions.jsonl` that `gst score` reads. Answerers never see simulator ground truth: this crate
+//! depends on neither `gst-sim` nor `gst-bench` (`scripts/check-layers.sh`). Modes that read ground-truth
+//! files (poses, instance masks) say so in their names (`oracle`).
+
+use std::path::{Path, PathBuf};
+
+use gst_io::gst::QuestionFile;
+
+pub mod eval;
+pub mod random;
+
+pub use eval::{EvalOptions, EvalSummary, PredictionLine, read_predictions, run_eval};
+pub use random::RandomAnswerer;
+
+/// Everything that can go wrong while answering or evaluating.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    #[error(transparent)]
+    Io(#[from] gst_io::IoError),
+    #[error(transparent)]
+    Slam(#[from] gst_slam::SlamError),
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("{uid}: {message}")]
+    Question { uid: String, message: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl BaselineError {
+    pub fn file(path: &Path, message: impl Into<String>) -> Self {
+        BaselineError::File { path: path.into(), message: message.into() }
+    }
+
+    pub fn io(path: &Path, error: std::io::Error) -> Self {
+        BaselineError::File { path: path.into(), message: error.to_string() }
+    }
+}
+
+/// Where an evaluation runs: the split being answered and a cache directory an answerer may keep
+/// per-video work in (maps, decoded frames, responses), reused across questions and runs.
+#[derive(Clone, Copy, Debug)]
+pub struct AnswerContext<'a> {
+    pub split_dir: &'a Path,
+    pub cache_dir: &'a Path,
+}
+
+/// A model that answers GST questions.
+pub trait Answerer: Send + Sync {
+    /// The name of its row in tables ("map-slam", "random", "vlm:<model>").
+    fn name(&self) -> String;
+
+    /// Work shared by the questions of one scene (building its map, say), called once before they are
+    /// answered. The default does nothing.
+    fn prepare(
+        &self,
+        _scene: &str,
+        _questions: &[&QuestionFile],
+        _context: &AnswerContext<'_>,
+    ) -> Result<(), BaselineError> {
+        Ok(())
+    }
+
+    /// The raw answer text for one question: what `gst score` extracts the answer from.
+    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<String, BaselineError>;
+}

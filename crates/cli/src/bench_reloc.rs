@@ -1,0 +1,188 @@
+//! `gst bench reloc`: relocalisation of current views (RGB only) on a generated split, against their true
+//! poses — the target is < 0.3 m and < 10° on ≥ 90% of views.
+//!
+//! For each scene, SLAM runs on the TUM export once (its outputs, `map.gstslam` among them, are kept in
+//! `OUT/<scene>/` and reused by later runs); the estimate's world is mapped onto the truth's by the ATE
+//! alignment of the trajectory (evaluation only), then every current view of `scenes/<scene>/views.json`
+//! is relocalised from its image alone.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use gst_core::{Pose3, Trajectory};
+use gst_slam::metrics::{EvaluationOptions, evaluate};
+use gst_slam::{MAP_FILE, Relocalizer, SlamConfig, SlamMap, run_slam};
+
+use crate::progress;
+
+#[derive(Debug, clap::Args)]
+pub struct RelocBenchArgs {
+    /// A generated split (`gst generate` output, e.g. data/gst/bench): tum/, images/, scenes/*/views.json.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Where SLAM outputs per scene are kept (reused when present) and reloc.json is written.
+    #[arg(long, default_value = "out/bench-reloc")]
+    pub out: PathBuf,
+    /// Only the first N scenes.
+    #[arg(long)]
+    pub scenes: Option<usize>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct ViewRecord {
+    image: String,
+    world_from_camera: Pose3,
+}
+
+/// One relocalised view.
+#[derive(Debug, Serialize)]
+pub struct ViewResult {
+    pub scene: String,
+    pub image: String,
+    pub found: bool,
+    pub position_error_m: Option<f64>,
+    pub heading_error_deg: Option<f64>,
+    pub inliers: usize,
+    pub confidence: f64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RelocReport {
+    pub views: usize,
+    pub found: usize,
+    /// Within 0.3 m and 10°.
+    pub correct: usize,
+    pub correct_pct: f64,
+    /// Found but outside the bounds (false positives at the confidence the relocaliser gave).
+    pub wrong: usize,
+    pub median_seconds: f64,
+    pub results: Vec<ViewResult>,
+}
+
+pub fn run(args: &RelocBenchArgs) -> Result<()> {
+    let mut scenes: Vec<String> = std::fs::read_dir(args.data.join("scenes"))
+        .with_context(|| format!("{}: not a generated split (no scenes/)", args.data.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("views.json").is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    scenes.sort();
+    if let Some(n) = args.scenes {
+        scenes.truncate(n);
+    }
+    anyhow::ensure!(!scenes.is_empty(), "{}: no scene has views.json", args.data.display());
+    let config = SlamConfig::default();
+    let mut results = Vec::new();
+    for scene in &scenes {
+        let sequence = args.data.join("tum").join(scene);
+        let slam_dir = args.out.join(scene);
+        let (map, trajectory) = slam_outputs(&sequence, &slam_dir, &config)?;
+        let truth = gst_io::TumSequence::open(&sequence, None)?
+            .groundtruth()
+            .cloned()
+            .with_context(|| format!("{}: no groundtruth.txt", sequence.display()))?;
+        let evaluation = evaluate(&truth, &trajectory, &EvaluationOptions::default())?;
+        let alignment = evaluation.alignment.context("no alignment")?;
+        let views_path = args.data.join("scenes").join(scene).join("views.json");
+        let text = std::fs::read_to_string(&views_path)
+            .with_context(|| format!("reading {}", views_path.display()))?;
+        let views: Vec<ViewRecord> = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a views file", views_path.display()))?;
+        let mut relocalizer = Relocalizer::new(&map, &config)?;
+        for view in views {
+            let image = gst_io::read_rgb(&args.data.join(&view.image))?;
+            let started = std::time::Instant::now();
+            let found = relocalizer.relocalize(&image)?;
+            let seconds = started.elapsed().as_secs_f64();
+            let mut result = ViewResult {
+                scene: scene.clone(),
+                image: view.image.clone(),
+                found: found.is_some(),
+                position_error_m: None,
+                heading_error_deg: None,
+                inliers: 0,
+                confidence: 0.0,
+                seconds,
+            };
+            if let Some(found) = found {
+                let estimate = alignment.transform_pose(&found.world_from_camera);
+                let truth = &view.world_from_camera;
+                result.position_error_m = Some((estimate.translation() - truth.translation()).norm());
+                result.heading_error_deg =
+                    Some((estimate.rotation().inverse() * truth.rotation()).angle().to_degrees());
+                result.inliers = found.inliers;
+                result.confidence = found.confidence;
+            }
+            tracing::info!("{scene} {}: {:?}", view.image, result);
+            results.push(result);
+        }
+    }
+    let correct = results
+        .iter()
+        .filter(|r| {
+            r.position_error_m.is_some_and(|e| e < 0.3) && r.heading_error_deg.is_some_and(|e| e < 10.0)
+        })
+        .count();
+    let found = results.iter().filter(|r| r.found).count();
+    let mut seconds: Vec<f64> = results.iter().map(|r| r.seconds).collect();
+    seconds.sort_by(f64::total_cmp);
+    let report = RelocReport {
+        views: results.len(),
+        found,
+        correct,
+        correct_pct: 100.0 * correct as f64 / results.len().max(1) as f64,
+        wrong: found - correct,
+        median_seconds: seconds.get(seconds.len() / 2).copied().unwrap_or(0.0),
+        results,
+    };
+    gst_io::write_json(&args.out.join("reloc.json"), &report)?;
+    #[allow(clippy::print_stdout)] // the command's report
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for r in &report.results {
+            println!(
+                "{:<10} {:<28} {:>6} {:>8} {:>8} {:>5} {:>5.2}",
+                r.scene,
+                r.image,
+                if r.found { "found" } else { "-" },
+                r.position_error_m.map_or("-".into(), |e| format!("{e:.3}")),
+                r.heading_error_deg.map_or("-".into(), |e| format!("{e:.1}")),
+                r.inliers,
+                r.confidence
+            );
+        }
+        println!(
+            "{} views: {} within 0.3 m and 10° ({:.1}%), {} found but wrong, {} not found; median {:.2} s per view",
+            report.views,
+            report.correct,
+            report.correct_pct,
+            report.wrong,
+            report.views - report.found,
+            report.median_seconds
+        );
+    }
+    Ok(())
+}
+
+/// SLAM's map and trajectory for `sequence`, from `dir` when an earlier run left them there.
+fn slam_outputs(sequence: &Path, dir: &Path, config: &SlamConfig) -> Result<(SlamMap, Trajectory)> {
+    let map_path = dir.join(MAP_FILE);
+    let trajectory_path = dir.join("trajectory.tum");
+    if map_path.is_file() && trajectory_path.is_file() {
+        return Ok((SlamMap::load(&map_path)?, gst_io::read_trajectory_tum(&trajectory_path)?));
+    }
+    let mut source = gst_io::open_source(sequence, None)?;
+    let bar = progress::bar(source.len().unwrap_or(0) as u64, "slam");
+    let output = run_slam(source.as_mut(), config, &mut |_| bar.inc(1))
+        .with_context(|| format!("SLAM on {}", sequence.display()))?;
+    bar.finish_and_clear();
+    gst_slam::output::write_outputs(dir, &output)?;
+    Ok((SlamMap::from_output(&output), output.trajectory))
+}

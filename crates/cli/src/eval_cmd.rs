@@ -1,0 +1,95 @@
+//! `gst eval`: run an answerer over a benchmark split (resumable), score it and print the paper's table.
+//!
+//! `OUT/predictions.jsonl` is what `gst score` reads; `OUT/scores.json` holds the tables as `gst score
+//! --json` prints them; `OUT/errors.jsonl` lists questions the answerer failed on (scored as wrong, tried
+//! again on the next run); `OUT/cache/` keeps per-video work (maps) between runs.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use gst_baseline::eval::{EvalEvent, EvalOptions, PREDICTIONS, run_eval};
+use gst_baseline::{Answerer, RandomAnswerer};
+use gst_bench::{PaperTable, Predictions, ScoreTables, score};
+use gst_io::{QuestionReadOptions, read_bench_questions};
+
+/// Which model answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswererKind {
+    /// Uniform guesses in each task's answer format (the chance row).
+    Random,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Benchmark split: a directory with `questions/*.json` (for example data/gst/bench).
+    #[arg(long)]
+    pub bench: PathBuf,
+    /// The answerer.
+    #[arg(long, value_enum)]
+    pub answerer: AnswererKind,
+    /// Output directory: predictions.jsonl, scores.json, errors.jsonl, cache/.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed of the random answerer.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Name of our row in the tables (default: the answerer's name).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Print the tables as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &EvalArgs) -> Result<()> {
+    let paper = PaperTable::embedded()?;
+    let files = read_bench_questions(&args.bench, QuestionReadOptions { check_files: true })?;
+    anyhow::ensure!(!files.is_empty(), "{}: no question files", args.bench.display());
+    let answerer: Box<dyn Answerer> = match args.answerer {
+        AnswererKind::Random => Box::new(RandomAnswerer { seed: args.seed }),
+    };
+    let name = args.model.clone().unwrap_or_else(|| answerer.name());
+
+    let bar = crate::progress::bar(files.len() as u64, "answering");
+    let on_event = |event: EvalEvent<'_>| match event {
+        EvalEvent::Started { reused, .. } => bar.inc(reused as u64),
+        EvalEvent::Preparing { scene, .. } => bar.set_message(scene.to_string()),
+        EvalEvent::Answered { .. } => bar.inc(1),
+    };
+    let options = EvalOptions { out_dir: args.out.clone(), cache_dir: None };
+    let summary = run_eval(&files, &args.bench, answerer.as_ref(), &options, &on_event)
+        .with_context(|| format!("evaluating {} on {}", name, args.bench.display()))?;
+    bar.finish_and_clear();
+    tracing::info!(
+        "{} questions: {} answered now, {} kept from an earlier run, {} failed, {:.1} s",
+        summary.questions,
+        summary.answered,
+        summary.reused,
+        summary.failed,
+        summary.seconds
+    );
+    if summary.failed > 0 {
+        tracing::warn!(
+            "{} questions failed (scored as wrong; see {})",
+            summary.failed,
+            args.out.join(gst_baseline::eval::ERRORS).display()
+        );
+    }
+
+    let questions: Vec<_> = files.into_iter().map(|file| file.question).collect();
+    let predictions_path = args.out.join(PREDICTIONS);
+    let predictions = Predictions::read(&predictions_path)?;
+    let report =
+        score(&questions, &predictions).with_context(|| format!("scoring {}", predictions_path.display()))?;
+    let tables = ScoreTables::new(&report, &paper, &name);
+    let mut json = serde_json::to_string_pretty(&tables).context("serialising the tables")?;
+    json.push('\n');
+    gst_io::atomic_write(&args.out.join("scores.json"), json.as_bytes())?;
+    let text = if args.json { json } else { tables.to_string() };
+    #[allow(clippy::print_stdout)] // the command's report
+    {
+        print!("{text}");
+    }
+    Ok(())
+}
