@@ -14,6 +14,7 @@
 //! the URL. At most `max_concurrency` requests are in flight at once, however many threads ask.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -187,6 +188,10 @@ pub struct OpenAiVlm {
     cache: Option<ResponseCache>,
     slots: Semaphore,
     stats: StatsCounter,
+    /// Set when a request exhausted its retries without reaching the server: later requests try once, so
+    /// that an evaluation against a server that is down fails each question quickly (and a rerun resumes)
+    /// instead of backing off for every one. Cleared by the next answer.
+    down: AtomicBool,
 }
 
 impl OpenAiVlm {
@@ -205,6 +210,7 @@ impl OpenAiVlm {
             cache: config.cache_dir.clone().map(ResponseCache::new),
             slots: Semaphore::new(config.max_concurrency),
             stats: StatsCounter::default(),
+            down: AtomicBool::new(false),
             config,
         })
     }
@@ -258,7 +264,7 @@ impl OpenAiVlm {
     fn send(&self, body: &str) -> Result<Value, VlmError> {
         let _permit = self.slots.acquire();
         let url = &self.endpoint;
-        let attempts_max = self.config.max_retries + 1;
+        let attempts_max = if self.down.load(Ordering::Relaxed) { 1 } else { self.config.max_retries + 1 };
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -268,6 +274,7 @@ impl OpenAiVlm {
             }
             let (retry_after_s, failure) = match call.send_string(body) {
                 Ok(response) => {
+                    self.down.store(false, Ordering::Relaxed);
                     let text = response.into_string().map_err(|e| VlmError::MalformedResponse {
                         url: url.clone(),
                         message: format!("cannot read the body: {e}"),
@@ -305,6 +312,9 @@ impl OpenAiVlm {
                 ),
             };
             if attempt >= attempts_max {
+                if matches!(failure, VlmError::Unreachable { .. }) {
+                    self.down.store(true, Ordering::Relaxed);
+                }
                 return Err(failure);
             }
             let backoff = (self.config.backoff_initial_s * 2f64.powi(attempt as i32 - 1))

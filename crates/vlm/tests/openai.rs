@@ -198,6 +198,9 @@ fn a_server_that_is_down_fails_after_the_retries() -> anyhow::Result<()> {
     let error = vlm.generate(&request()?).expect_err("down");
     assert!(matches!(error, VlmError::Unreachable { attempts: 3, .. }), "{error:?}");
     assert!(error.to_string().contains(&url), "{error}");
+    // Known to be down: the next question fails at the first attempt instead of backing off again.
+    let error = vlm.generate(&request()?).expect_err("still down");
+    assert!(matches!(error, VlmError::Unreachable { attempts: 1, .. }), "{error:?}");
     Ok(())
 }
 
