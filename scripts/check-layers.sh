@@ -14,12 +14,15 @@ check() {
     fi
   done
 }
-check gst-core opencv rerun ort reqwest ureq gst-sim gst-io
-check gst-sim opencv rerun ort reqwest ureq gst-io
-check gst-io rerun ort reqwest ureq gst-sim
-check gst-bench rerun ort reqwest ureq
-check gst-slam rerun ort reqwest ureq gst-sim gst-bench
+check gst-core opencv rerun ort reqwest ureq gst-sim gst-io gst-vlm
+check gst-sim opencv rerun ort reqwest ureq gst-io gst-vlm
+check gst-io rerun ort reqwest ureq gst-sim gst-vlm
+check gst-bench rerun ort reqwest ureq gst-vlm
+check gst-slam rerun ort reqwest ureq gst-sim gst-bench gst-vlm
 check gst-baseline rerun gst-sim gst-bench
 check gst-map rerun ort reqwest ureq gst-sim gst-bench gst-slam
+# gst-vlm is a leaf (ort, HTTP, tokenizers): only gst-baseline and gst-cli use it, and it sees questions and
+# frames like any model: no simulator, benchmark builder or scorer.
+check gst-vlm rerun gst-sim gst-bench gst-slam gst-baseline
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status

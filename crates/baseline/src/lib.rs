@@ -15,9 +15,11 @@ pub mod eval;
 pub mod geometry;
 pub mod random;
 pub mod scene_slam;
+pub mod vlm;
 
 pub use eval::{EvalOptions, EvalSummary, PredictionLine, read_predictions, run_eval};
 pub use random::RandomAnswerer;
+pub use vlm::{MapLocation, VlmAnswerer};
 
 /// Everything that can go wrong while answering or evaluating.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +28,8 @@ pub enum BaselineError {
     Io(#[from] gst_io::IoError),
     #[error(transparent)]
     Slam(#[from] gst_slam::SlamError),
+    #[error(transparent)]
+    Vlm(#[from] gst_vlm::VlmError),
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
     #[error("{uid}: {message}")]

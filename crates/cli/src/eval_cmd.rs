@@ -5,6 +5,7 @@
 //! again on the next run); `OUT/cache/` keeps per-video work (maps) between runs.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
@@ -12,12 +13,15 @@ use gst_baseline::eval::{EvalEvent, EvalOptions, PREDICTIONS, run_eval};
 use gst_baseline::{Answerer, RandomAnswerer};
 use gst_bench::{PaperTable, Predictions, ScoreTables, score};
 use gst_io::{QuestionReadOptions, read_bench_questions};
+use gst_vlm::Vlm;
 
 /// Which model answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum AnswererKind {
     /// Uniform guesses in each task's answer format (the chance row).
     Random,
+    /// A vision-language model (see --backend, --model, --mode).
+    Vlm,
 }
 
 #[derive(Debug, clap::Args)]
@@ -36,20 +40,31 @@ pub struct EvalArgs {
     pub seed: u64,
     /// Name of our row in the tables (default: the answerer's name).
     #[arg(long)]
-    pub model: Option<String>,
+    pub name: Option<String>,
     /// Print the tables as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub vlm: crate::vlm_args::VlmArgs,
 }
+
+/// Where `gst eval --answerer vlm` keeps the HTTP backend's responses, so that a rerun does not pay twice.
+pub const VLM_RESPONSE_CACHE: &str = "cache/vlm-responses";
 
 pub fn run(args: &EvalArgs) -> Result<()> {
     let paper = PaperTable::embedded()?;
     let files = read_bench_questions(&args.bench, QuestionReadOptions { check_files: true })?;
     anyhow::ensure!(!files.is_empty(), "{}: no question files", args.bench.display());
+    let mut vlm: Option<Arc<dyn Vlm>> = None;
     let answerer: Box<dyn Answerer> = match args.answerer {
         AnswererKind::Random => Box::new(RandomAnswerer { seed: args.seed }),
+        AnswererKind::Vlm => {
+            let model = args.vlm.build_vlm(&args.out.join(VLM_RESPONSE_CACHE))?;
+            vlm = Some(Arc::clone(&model));
+            Box::new(args.vlm.answerer(model)?)
+        }
     };
-    let name = args.model.clone().unwrap_or_else(|| answerer.name());
+    let name = args.name.clone().unwrap_or_else(|| answerer.name());
 
     let bar = crate::progress::bar(files.len() as u64, "answering");
     let on_event = |event: EvalEvent<'_>| match event {
@@ -69,6 +84,10 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         summary.failed,
         summary.seconds
     );
+    if let Some(vlm) = &vlm {
+        // The cost and time summary of a VLM run, on stderr so that stdout stays the table.
+        eprintln!("{}: {} in {:.1} s", vlm.name(), vlm.stats(), summary.seconds);
+    }
     if summary.failed > 0 {
         tracing::warn!(
             "{} questions failed (scored as wrong; see {})",

@@ -19,6 +19,7 @@ mod scene_cmd;
 mod score_cmd;
 mod slam_cmd;
 mod traj_eval_cmd;
+mod vlm_args;
 
 /// Global spatial awareness from egocentric video: GST-Bench scenes, rendering and the explicit-map baseline.
 #[derive(Debug, Parser)]

@@ -7,6 +7,7 @@
 pub mod calibration;
 pub mod camera;
 pub mod error;
+pub mod extract;
 pub mod frame;
 pub mod image;
 pub mod instance;

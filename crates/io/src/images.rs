@@ -74,6 +74,23 @@ pub fn write_instance_png(path: &Path, ids: &InstanceImage) -> Result<(), IoErro
     atomic_write(path, &encode_png(path, ids.width(), ids.height(), PngKind::Gray16, &bytes)?)
 }
 
+/// Encodes an RGB image as JPEG in memory (OpenCV's libjpeg, `quality` 1–100); `what` names the image in
+/// errors. What VLM backends send: images travel as base64 JPEG data URLs.
+pub fn encode_jpeg(image: &RgbImage, quality: u8, what: &Path) -> Result<Vec<u8>, IoError> {
+    let fail = |message: String| IoError::Encode { path: what.into(), message };
+    let bgr: Vec<u8> = image.data().iter().flat_map(|&[r, g, b]| [b, g, r]).collect();
+    let flat = Mat::from_slice(&bgr).map_err(|e| fail(e.to_string()))?;
+    let mat = flat.reshape(3, image.height() as i32).map_err(|e| fail(e.to_string()))?;
+    let params =
+        Vector::<i32>::from_slice(&[imgcodecs::IMWRITE_JPEG_QUALITY, i32::from(quality.clamp(1, 100))]);
+    let mut out = Vector::<u8>::new();
+    let written = imgcodecs::imencode(".jpg", &mat, &mut out, &params).map_err(|e| fail(e.to_string()))?;
+    if !written {
+        return Err(fail("OpenCV could not encode the image as JPEG".into()));
+    }
+    Ok(out.to_vec())
+}
+
 fn decode(path: &Path, flags: i32) -> Result<Mat, IoError> {
     let bytes = std::fs::read(path).map_err(|source| IoError::Io { path: path.into(), source })?;
     let fail = |message: String| IoError::Decode { path: path.into(), message };
@@ -157,6 +174,23 @@ mod tests {
         let ids = Image::from_vec(2, 1, vec![0u16, 65000])?;
         write_instance_png(&dir.path().join("ids.png"), &ids)?;
         assert_eq!(read_instance_png(&dir.path().join("ids.png"))?, ids);
+        Ok(())
+    }
+
+    #[test]
+    fn jpeg_in_memory_decodes_to_the_same_picture() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let data: Vec<[u8; 3]> =
+            (0..48 * 32).map(|i| [(i % 48 * 5) as u8, 128, (i / 48 * 8) as u8]).collect();
+        let image = Image::from_vec(48, 32, data)?;
+        let jpeg = encode_jpeg(&image, 95, Path::new("test image"))?;
+        assert_eq!(&jpeg[..2], &[0xFF, 0xD8], "JPEG start-of-image marker");
+        std::fs::write(dir.path().join("a.jpg"), &jpeg)?;
+        let back = read_rgb(&dir.path().join("a.jpg"))?;
+        assert_eq!((back.width(), back.height()), (48, 32));
+        let worst =
+            image.data().iter().zip(back.data()).flat_map(|(a, b)| (0..3).map(|c| a[c].abs_diff(b[c]))).max();
+        assert!(worst.is_some_and(|d| d <= 24), "lossy but close: worst channel difference {worst:?}");
         Ok(())
     }
 

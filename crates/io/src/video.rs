@@ -390,6 +390,13 @@ impl VideoReader {
         self.height
     }
 
+    /// The number of frames the container declares (OpenCV's `CAP_PROP_FRAME_COUNT`), when it declares one.
+    /// A hint: the frames actually decodable may be fewer.
+    pub fn frame_count_hint(&self) -> Option<usize> {
+        let count = self.capture.get(videoio::CAP_PROP_FRAME_COUNT).ok()?;
+        (count.is_finite() && count >= 1.0).then_some(count as usize)
+    }
+
     /// Frames returned so far.
     pub fn frames_read(&self) -> usize {
         self.frames_read
