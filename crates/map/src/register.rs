@@ -27,6 +27,8 @@ const COARSE_SCALES: [f64; 9] = [0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2
 /// Coarse translation search: ± this many pixels around the centroid alignment, in steps of...
 const COARSE_SHIFT_PX: i32 = 48;
 const COARSE_SHIFT_STEP_PX: i32 = 4;
+/// How far into a non-free neighbour the map's free boundary is placed, cells (0.5 = the cell edge).
+const BOUNDARY_OFFSET_CELLS: f64 = 0.75;
 /// Candidates refined.
 const REFINED_CANDIDATES: usize = 6;
 
@@ -155,13 +157,26 @@ pub fn register(map: &SemanticMap, topdown: &Image<u8>) -> Result<Registration, 
         return Err(MapError::Invalid("the map has no free area to register".into()));
     }
     let is_free = |i: usize| map.occupancy.cells[i] == CellState::Free;
+    // Boundary points sit on the edge between a free cell and each of its non-free neighbours, pushed
+    // BOUNDARY_OFFSET_CELLS into the neighbour: a wall-face cell holds floor as well as wall, so the free
+    // floor ends inside it, where the top-down's white ends.
+    let grid_width = g.width as usize;
     let map_boundary: Vec<[f64; 2]> = free
         .iter()
-        .copied()
-        .filter(|&i| {
-            crate::grid::neighbours4(g, i).count() < 4 || crate::grid::neighbours4(g, i).any(|j| !is_free(j))
+        .flat_map(|&i| {
+            let c = cell(i);
+            crate::grid::neighbours4(g, i)
+                .filter(|&j| !is_free(j))
+                .map(|j| {
+                    let (dx, dy) = (
+                        (j % grid_width) as f64 - (i % grid_width) as f64,
+                        (j / grid_width) as f64 - (i / grid_width) as f64,
+                    );
+                    let offset = BOUNDARY_OFFSET_CELLS * g.resolution_m;
+                    [c[0] + dx * offset, c[1] + dy * offset]
+                })
+                .collect::<Vec<_>>()
         })
-        .map(cell)
         .collect();
     let boundary: Vec<bool> = (0..width * height)
         .map(|i| {
@@ -365,13 +380,16 @@ mod tests {
         }
     }
 
-    /// The binary top-down of a map under a known similarity.
+    /// The binary top-down of a map under a known similarity. As in real maps, the true free floor reaches
+    /// a quarter cell into the cells next to the free ones (a wall-face cell is partly floor).
     fn draw(map: &SemanticMap, t: &Similarity2) -> Image<u8> {
         let mut img = Image::filled(640, 512, 0u8);
+        let d = (BOUNDARY_OFFSET_CELLS - 0.5) * map.occupancy.frame.resolution_m;
         for v in 0..512u32 {
             for u in 0..640u32 {
                 let [x, y] = t.inverse_apply([f64::from(u) + 0.5, f64::from(v) + 0.5]);
-                if map.occupancy.state_at(x, y) == CellState::Free {
+                let free = |x: f64, y: f64| map.occupancy.state_at(x, y) == CellState::Free;
+                if free(x, y) || free(x + d, y) || free(x - d, y) || free(x, y + d) || free(x, y - d) {
                     *img.get_mut(u, v).unwrap() = 255;
                 }
             }
