@@ -13,6 +13,7 @@ use gst_io::gst::QuestionFile;
 pub mod drawings;
 pub mod eval;
 pub mod geometry;
+pub mod map_answerer;
 pub mod random;
 pub mod scene_slam;
 pub mod vlm;

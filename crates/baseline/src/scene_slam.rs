@@ -41,7 +41,7 @@ pub fn tum_dir(split_dir: &Path, scene: &str) -> PathBuf {
 }
 
 impl SceneSlam {
-    /// Loads the scene's SLAM outputs from `cache_dir/<scene>/slam/`, or runs SLAM on the scene's TUM export
+    /// Loads the scene's SLAM outputs from `cache_dir/slam/<scene>/`, or runs SLAM on the scene's TUM export
     /// and writes them there first.
     pub fn load_or_build(
         split_dir: &Path,
@@ -51,7 +51,7 @@ impl SceneSlam {
         config: &SlamConfig,
     ) -> Result<Self, BaselineError> {
         let sequence = tum_dir(split_dir, scene);
-        let dir = cache_dir.join(scene).join("slam");
+        let dir = cache_dir.join("slam").join(scene);
         let map_path = dir.join(MAP_FILE);
         let trajectory_path = dir.join("trajectory.tum");
         let (map, trajectory) = if map_path.is_file() && trajectory_path.is_file() {

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
-mod bench_reloc;
 mod bench_map;
+mod bench_reloc;
 mod bench_slam;
 mod eval_cmd;
 mod generate_cmd;

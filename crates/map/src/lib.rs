@@ -32,7 +32,7 @@ pub use objects::{ObjectLandmark, ObjectMap, Observation, Region, YawBox};
 pub use occupancy::{CellState, OccupancyGrid};
 pub use perception::{
     MarkedBoxPerception, NoPerception, OraclePerception, Perception, PixelBox, TargetEstimate,
-    detect_red_box, locate_marked_target,
+    detect_red_box, locate_marked_target, locate_marked_target_from,
 };
 pub use register::{Registration, Similarity2, register};
 pub use render::{TopdownView, render_binary, render_semantic};

@@ -313,13 +313,25 @@ pub fn locate_marked_target(
     camera: &PinholeCamera,
     world_from_camera: &[Option<Pose3>],
 ) -> Result<Option<TargetEstimate>, MapError> {
+    locate_marked_target_from(marked_video, 0, sequence, camera, world_from_camera)
+}
+
+/// [`locate_marked_target`] for a marked video that starts at frame `first_frame` of `sequence` (a clip
+/// cut from it): frame k of the video is frame `first_frame + k` of the sequence, and of `world_from_camera`.
+pub fn locate_marked_target_from(
+    marked_video: &Path,
+    first_frame: usize,
+    sequence: &TumSequence,
+    camera: &PinholeCamera,
+    world_from_camera: &[Option<Pose3>],
+) -> Result<Option<TargetEstimate>, MapError> {
     let mut reader = VideoReader::open(marked_video)?;
     let mut views: Vec<(usize, PixelBox, Pose3)> = Vec::new();
     let mut voxels: BTreeMap<[i32; 3], u32> = BTreeMap::new();
     let mut detections = 0;
     let mut index = 0usize;
     while let Some(frame) = reader.next_frame()? {
-        let k = index;
+        let k = first_frame + index;
         index += 1;
         let Some(found) = detect_red_box(&frame) else { continue };
         detections += 1;

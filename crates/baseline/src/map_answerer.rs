@@ -1,0 +1,536 @@
+//! The explicit-map baseline: each scene's exploration becomes a SLAM map (for relocalising images) and a
+//! semantic map (occupancy, rooms, objects), built once and cached; every question is answered by geometry
+//! on them.
+//!
+//! - ED / EDist: the current view is relocalised (RGB only); the target is the red-boxed object of the
+//!   question's marked video, located from the boxes and the exploration's depth (`_visual`), or the map's
+//!   object of the named class (`_semantic`, needs object classes: oracle perception); then direction
+//!   (left positive) and distance from the relocalised camera.
+//! - GP / Pos / Ori: the map is registered to the question's top-down image (a 2D similarity) and the
+//!   target, or the relocalised camera's position and heading, projected.
+//! - TDS: the option whose registration scores highest.
+//! - Traj: the sub-trajectory video's frames are relocalised; the path, projected through the registration
+//!   to the options' plan, is compared with each option's red line and blue start.
+//!
+//! Depth: the question videos are mp4 without depth; generated episodes ship the exploration's TUM RGB-D
+//! export beside them (`<split>/tum/<scene>/`), and SLAM and mapping read frames, depth and calibration from
+//! it. Local-Video clips are cut from the exploration: a clip is placed in it by matching its first frame to
+//! the export's frames (thumbnails), so its boxes get the export's depth too.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use nalgebra::Point3;
+
+use gst_core::{ObjectClass, Pose3, RgbImage, TaskId};
+use gst_io::TumSequence;
+use gst_io::gst::QuestionFile;
+use gst_map::{
+    MapBuilder, MapConfig, NoPerception, OraclePerception, Perception, PosedFrame, Registration, SemanticMap,
+    TopdownView, gravity_alignment, locate_marked_target_from, register, render_binary, render_semantic,
+};
+use gst_slam::SlamConfig;
+use gst_slam::thumbnail::Thumbnail;
+
+use crate::drawings::TrajectoryDrawing;
+use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
+use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
+use crate::{AnswerContext, Answerer, BaselineError};
+
+/// Where object classes come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectPerception {
+    /// Ground-truth instance masks of the TUM export and `scenes/<scene>/annotations.json`: named oracle.
+    Oracle,
+    /// Only what the question's pixels show: red boxes in marked videos. Semantic tasks get no object.
+    Marked,
+}
+
+/// Settings of the map answerer.
+#[derive(Clone, Debug)]
+pub struct MapAnswererConfig {
+    pub poses: PoseSource,
+    pub perception: ObjectPerception,
+    pub slam: SlamConfig,
+    pub map: MapConfig,
+    /// Every how many frames of a sub-trajectory video is relocalised (Traj).
+    pub trajectory_frame_step: usize,
+}
+
+impl Default for MapAnswererConfig {
+    fn default() -> Self {
+        Self {
+            poses: PoseSource::Slam,
+            perception: ObjectPerception::Marked,
+            slam: SlamConfig::default(),
+            map: MapConfig::default(),
+            trajectory_frame_step: 5,
+        }
+    }
+}
+
+/// What the answerer keeps of a scene.
+struct SceneMemory {
+    slam: SceneSlam,
+    map: SemanticMap,
+    sequence: TumSequence,
+    /// One pose per frame of the export (world of the SLAM map), `None` where tracking failed.
+    frame_poses: Vec<Option<Pose3>>,
+    /// Thumbnails of every exploration frame, to place clips (computed on first use).
+    thumbnails: Mutex<Option<Arc<Vec<Vec<u8>>>>>,
+    registrations: Mutex<HashMap<PathBuf, Arc<Registration>>>,
+    targets: Mutex<HashMap<PathBuf, Option<[f64; 3]>>>,
+}
+
+/// The geometric map answerer.
+pub struct MapAnswerer {
+    config: MapAnswererConfig,
+    scenes: Mutex<BTreeMap<String, Arc<SceneMemory>>>,
+}
+
+impl std::fmt::Debug for MapAnswerer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MapAnswerer").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>, BaselineError> {
+    mutex.lock().map_err(|_| BaselineError::Other("a lock was poisoned by a panic in another thread".into()))
+}
+
+impl MapAnswerer {
+    pub fn new(config: MapAnswererConfig) -> Self {
+        MapAnswerer { config, scenes: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn scene(
+        &self,
+        question: &QuestionFile,
+        context: &AnswerContext<'_>,
+    ) -> Result<Arc<SceneMemory>, BaselineError> {
+        let scene = &question.question.scene;
+        if let Some(memory) = lock(&self.scenes)?.get(scene) {
+            return Ok(memory.clone());
+        }
+        let memory = Arc::new(self.build_scene(scene, context)?);
+        lock(&self.scenes)?.insert(scene.clone(), memory.clone());
+        Ok(memory)
+    }
+
+    fn build_scene(&self, scene: &str, context: &AnswerContext<'_>) -> Result<SceneMemory, BaselineError> {
+        let slam = SceneSlam::load_or_build(
+            context.split_dir,
+            scene,
+            context.cache_dir,
+            self.config.poses,
+            &self.config.slam,
+        )?;
+        let sequence = TumSequence::open(&tum_dir(context.split_dir, scene), None)?;
+        let stamps: Vec<f64> = slam.trajectory.poses().iter().map(|p| p.timestamp_s).collect();
+        let frame_poses: Vec<Option<Pose3>> = sequence
+            .entries()
+            .iter()
+            .map(|e| {
+                let k = stamps.partition_point(|t| *t < e.timestamp_s - 1e-4);
+                slam.trajectory
+                    .poses()
+                    .get(k)
+                    .filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3)
+                    .map(|p| p.world_from_camera)
+            })
+            .collect();
+        let suffix = match (self.config.poses, self.config.perception) {
+            (PoseSource::Slam, ObjectPerception::Marked) => "",
+            (PoseSource::Slam, ObjectPerception::Oracle) => "-oracle-objects",
+            (PoseSource::OracleGroundTruth, ObjectPerception::Marked) => "-oracle-poses",
+            (PoseSource::OracleGroundTruth, ObjectPerception::Oracle) => "-oracle-poses-objects",
+        };
+        let map_dir = context.cache_dir.join(format!("maps{suffix}")).join(scene);
+        let map = if map_dir.join("map.json").is_file() {
+            SemanticMap::load(&map_dir).map_err(|e| BaselineError::Other(e.to_string()))?
+        } else {
+            let map = self.build_map(context.split_dir, scene, &sequence, &frame_poses)?;
+            save_map(&map, &map_dir)?;
+            map
+        };
+        Ok(SceneMemory {
+            slam,
+            map,
+            sequence,
+            frame_poses,
+            thumbnails: Mutex::new(None),
+            registrations: Mutex::new(HashMap::new()),
+            targets: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn build_map(
+        &self,
+        split_dir: &Path,
+        scene: &str,
+        sequence: &TumSequence,
+        frame_poses: &[Option<Pose3>],
+    ) -> Result<SemanticMap, BaselineError> {
+        let map_error = |e: gst_map::MapError| BaselineError::Other(e.to_string());
+        let camera = sequence
+            .calibration()
+            .map(|c| c.camera)
+            .ok_or_else(|| BaselineError::file(sequence.dir(), "no calibration.yaml"))?;
+        let known: Vec<Pose3> = frame_poses.iter().flatten().copied().collect();
+        let map_from_world = gravity_alignment(&known);
+        let mut perception: Box<dyn Perception> = match self.config.perception {
+            ObjectPerception::Oracle => {
+                let annotations = split_dir.join("scenes").join(scene).join("annotations.json");
+                Box::new(OraclePerception::open(sequence.dir(), &annotations).map_err(map_error)?)
+            }
+            ObjectPerception::Marked => Box::new(NoPerception),
+        };
+        let mut builder =
+            MapBuilder::new(self.config.map.clone(), camera, map_from_world).map_err(map_error)?;
+        for (k, pose) in frame_poses.iter().enumerate() {
+            let Some(pose) = pose else { continue };
+            if k % self.config.map.frame_stride.max(1) != 0 {
+                continue;
+            }
+            let frame = sequence.frame(k)?;
+            let observations = perception.observe(k, &frame.rgb).map_err(map_error)?;
+            builder
+                .add_frame(&PosedFrame {
+                    index: k,
+                    timestamp_s: frame.timestamp_s,
+                    world_from_camera: *pose,
+                    depth: Some(&frame.depth),
+                    observations: &observations,
+                })
+                .map_err(map_error)?;
+        }
+        Ok(builder.finish())
+    }
+
+    fn registration(
+        &self,
+        memory: &SceneMemory,
+        image_path: &Path,
+    ) -> Result<Arc<Registration>, BaselineError> {
+        if let Some(found) = lock(&memory.registrations)?.get(image_path) {
+            return Ok(found.clone());
+        }
+        let topdown = read_plan(image_path)?;
+        let found = Arc::new(
+            register(&memory.map, &topdown).map_err(|e| BaselineError::file(image_path, e.to_string()))?,
+        );
+        lock(&memory.registrations)?.insert(image_path.to_path_buf(), found.clone());
+        Ok(found)
+    }
+
+    /// The target of a question, world frame (the SLAM map's): the red-boxed object of a marked video, or the
+    /// map's object of the class the text names.
+    fn target(&self, memory: &SceneMemory, question: &QuestionFile) -> Result<[f64; 3], BaselineError> {
+        let uid = &question.question.uid;
+        let none = |message: &str| BaselineError::Question { uid: uid.clone(), message: message.into() };
+        if is_visual(question.question.task) {
+            let video = question.video_path();
+            if let Some(found) = lock(&memory.targets)?.get(&video) {
+                return found.ok_or_else(|| none("no red box located in the marked video"));
+            }
+            let first_frame = self.clip_start(memory, &video)?;
+            let camera = memory.slam.map.camera;
+            let found = locate_marked_target_from(
+                &video,
+                first_frame,
+                &memory.sequence,
+                &camera,
+                &memory.frame_poses,
+            )
+            .map_err(|e| BaselineError::file(&video, e.to_string()))?
+            .map(|t| t.centroid_world_m);
+            lock(&memory.targets)?.insert(video.clone(), found);
+            return found.ok_or_else(|| none("no red box located in the marked video"));
+        }
+        let text = question.question.texts.join(" ").to_lowercase();
+        let class = named_class(&text).ok_or_else(|| none("no object class named in the question"))?;
+        let object = memory
+            .map
+            .objects
+            .iter()
+            .filter(|o| o.class == Some(class))
+            .max_by_key(|o| o.observations)
+            .ok_or_else(|| none(&format!("the map has no {class} (semantic targets need object classes)")))?;
+        // Map frame → the SLAM map's world.
+        let p = memory.map.map_from_world.inverse().transform_point(&Point3::from(object.centroid_m));
+        Ok([p.x, p.y, p.z])
+    }
+
+    /// The exploration frame a marked video starts at: 0 for a whole-exploration video, else the frame whose
+    /// thumbnail is closest to the video's first frame.
+    fn clip_start(&self, memory: &SceneMemory, video: &Path) -> Result<usize, BaselineError> {
+        let mut reader = gst_io::video::VideoReader::open(video)?;
+        let frames = reader.frame_count_hint().unwrap_or(0);
+        if frames + 2 >= memory.sequence.len() {
+            return Ok(0);
+        }
+        let Some(first) = reader.next_frame()? else { return Ok(0) };
+        let thumbnails = {
+            let mut cached = lock(&memory.thumbnails)?;
+            if cached.is_none() {
+                let camera = memory.slam.map.camera;
+                let mut all = Vec::with_capacity(memory.sequence.len());
+                for k in 0..memory.sequence.len() {
+                    let rgb = gst_io::read_rgb(&memory.sequence.entries()[k].rgb_path)?;
+                    all.push(Thumbnail::new(&camera, &rgb, None, (0.0, 1.0)).gray);
+                }
+                *cached = Some(Arc::new(all));
+            }
+            cached.clone().unwrap_or_default()
+        };
+        let query = Thumbnail::new(&memory.slam.map.camera, &first, None, (0.0, 1.0)).gray;
+        let best = thumbnails
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                (
+                    t.iter()
+                        .zip(&query)
+                        .map(|(a, b)| (i32::from(*a) - i32::from(*b)).unsigned_abs())
+                        .sum::<u32>(),
+                    k,
+                )
+            })
+            .min();
+        Ok(best.map_or(0, |(_, k)| k))
+    }
+
+    fn relocalize(
+        &self,
+        memory: &SceneMemory,
+        question: &QuestionFile,
+        image: usize,
+    ) -> Result<Pose3, BaselineError> {
+        let path = question.image_paths().get(image).cloned().ok_or_else(|| BaselineError::Question {
+            uid: question.question.uid.clone(),
+            message: "no current view image".into(),
+        })?;
+        let view = gst_io::read_rgb(&path)?;
+        memory.slam.relocalize(&view)?.map(|r| r.world_from_camera).ok_or_else(|| BaselineError::Question {
+            uid: question.question.uid.clone(),
+            message: "the current view could not be relocalised".into(),
+        })
+    }
+
+    fn trajectory_choice(
+        &self,
+        memory: &SceneMemory,
+        question: &QuestionFile,
+    ) -> Result<String, BaselineError> {
+        let images = question.image_paths();
+        let drawings: Vec<Option<TrajectoryDrawing>> = images
+            .iter()
+            .map(|p| gst_io::read_rgb(p).map(|i| TrajectoryDrawing::read(&i)))
+            .collect::<Result<_, _>>()?;
+        // All options share the plan: register it once (drawings count as free floor).
+        let plan = images.first().ok_or_else(|| BaselineError::Question {
+            uid: question.question.uid.clone(),
+            message: "no option images".into(),
+        })?;
+        let registration = self.registration(memory, plan)?;
+        let mut reader = gst_io::video::VideoReader::open(&question.video_path())?;
+        let mut relocalizer = gst_slam::Relocalizer::new(&memory.slam.map, &memory.slam.config)?;
+        let mut path = Vec::new();
+        let mut k = 0usize;
+        while let Some(frame) = reader.next_frame()? {
+            if k % self.config.trajectory_frame_step.max(1) == 0
+                && let Some(found) = relocalizer.relocalize(&frame)?
+            {
+                let t = found.world_from_camera.translation();
+                path.push(registration.pixel_from_world([t.x, t.y, t.z]));
+            }
+            k += 1;
+        }
+        if path.len() < 2 {
+            return Err(BaselineError::Question {
+                uid: question.question.uid.clone(),
+                message: format!("only {} frames of the sub-trajectory were relocalised", path.len()),
+            });
+        }
+        let best = drawings
+            .iter()
+            .enumerate()
+            .filter_map(|(k, d)| d.as_ref().map(|d| (d.mismatch(&path), k)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map_or(0, |(_, k)| k);
+        Ok(letter(best))
+    }
+}
+
+impl Answerer for MapAnswerer {
+    fn name(&self) -> String {
+        let mut name = String::from("map-slam");
+        if self.config.poses == PoseSource::OracleGroundTruth {
+            name = "map-oracle-poses".into();
+        }
+        if self.config.perception == ObjectPerception::Oracle {
+            name.push_str(" (oracle objects)");
+        }
+        name
+    }
+
+    fn prepare(
+        &self,
+        _scene: &str,
+        questions: &[&QuestionFile],
+        context: &AnswerContext<'_>,
+    ) -> Result<(), BaselineError> {
+        if let Some(first) = questions.first() {
+            self.scene(first, context)?;
+        }
+        Ok(())
+    }
+
+    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<String, BaselineError> {
+        let memory = self.scene(question, context)?;
+        let task = question.question.task;
+        let uid = &question.question.uid;
+        match task {
+            TaskId::EgocentricDirectionVisual
+            | TaskId::EgocentricDirectionSemantic
+            | TaskId::EgocentricDistanceVisual
+            | TaskId::EgocentricDistanceSemantic => {
+                let target = self.target(&memory, question)?;
+                let camera = self.relocalize(&memory, question, 0)?;
+                let (angle, distance) = egocentric(&camera, &Point3::from(target));
+                Ok(
+                    if matches!(task, TaskId::EgocentricDirectionVisual | TaskId::EgocentricDirectionSemantic)
+                    {
+                        angle.to_string()
+                    } else {
+                        metres_text(distance)
+                    },
+                )
+            }
+            TaskId::GlobalPositionVisual | TaskId::GlobalPositionSemantic => {
+                let target = self.target(&memory, question)?;
+                let plan =
+                    question.image_paths().first().cloned().ok_or_else(|| missing(uid, "top-down image"))?;
+                let registration = self.registration(&memory, &plan)?;
+                let pixel = registration.pixel_from_world(target);
+                Ok(point_text(pixel, registration.image_width, registration.image_height))
+            }
+            TaskId::SelfPosition | TaskId::SelfOrientation => {
+                // Images: the current view, then the top-down (as the generator writes them).
+                let images = question.image_paths();
+                let (view, plan) = current_view_and_plan(&images)?
+                    .ok_or_else(|| missing(uid, "current view and top-down"))?;
+                let camera = self.relocalize(&memory, question, view)?;
+                let registration = self.registration(&memory, &images[plan])?;
+                if task == TaskId::SelfPosition {
+                    let t = camera.translation();
+                    let pixel = registration.pixel_from_world([t.x, t.y, t.z]);
+                    Ok(point_text(pixel, registration.image_width, registration.image_height))
+                } else {
+                    Ok(wrap_deg(registration.heading_deg_from_world(&camera)).to_string())
+                }
+            }
+            TaskId::TopdownSelectionEasy | TaskId::TopdownSelectionMedium | TaskId::TopdownSelectionHard => {
+                let mut best = (f64::NEG_INFINITY, 0);
+                for (k, path) in question.image_paths().iter().enumerate() {
+                    let score = self.registration(&memory, path)?.score;
+                    if score > best.0 {
+                        best = (score, k);
+                    }
+                }
+                Ok(letter(best.1))
+            }
+            TaskId::TrajectorySelection => self.trajectory_choice(&memory, question),
+        }
+    }
+}
+
+fn missing(uid: &str, what: &str) -> BaselineError {
+    BaselineError::Question { uid: uid.into(), message: format!("the question has no {what}") }
+}
+
+fn letter(k: usize) -> String {
+    ['A', 'B', 'C', 'D'].get(k).copied().unwrap_or('A').to_string()
+}
+
+fn is_visual(task: TaskId) -> bool {
+    matches!(
+        task,
+        TaskId::EgocentricDirectionVisual | TaskId::EgocentricDistanceVisual | TaskId::GlobalPositionVisual
+    )
+}
+
+/// The object class a question names: the longest class name found in the text as whole words.
+pub fn named_class(text: &str) -> Option<ObjectClass> {
+    let words: Vec<&str> =
+        text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let joined = format!(" {} ", words.join(" "));
+    ObjectClass::ALL
+        .iter()
+        .copied()
+        .filter(|c| joined.contains(&format!(" {} ", c.text())))
+        .max_by_key(|c| c.text().len())
+}
+
+/// Which of two images is the current view and which the top-down: the top-down is the one whose pixels
+/// are more nearly all black or white.
+fn current_view_and_plan(images: &[PathBuf]) -> Result<Option<(usize, usize)>, BaselineError> {
+    if images.len() != 2 {
+        return Ok(None);
+    }
+    let mut binary_share = [0.0; 2];
+    for (k, path) in images.iter().enumerate() {
+        let image = gst_io::read_rgb(path)?;
+        let binary = image
+            .data()
+            .iter()
+            .filter(|&&[r, g, b]| {
+                let (lo, hi) = (r.min(g).min(b), r.max(g).max(b));
+                hi - lo < 16 && (hi < 40 || lo > 215)
+            })
+            .count();
+        binary_share[k] = binary as f64 / image.data().len().max(1) as f64;
+    }
+    Ok(Some(if binary_share[0] > binary_share[1] { (1, 0) } else { (0, 1) }))
+}
+
+/// A top-down image as a binary plan: white (and the red or blue of drawings) is free floor, all else not.
+fn read_plan(path: &Path) -> Result<gst_core::Image<u8>, BaselineError> {
+    let rgb: RgbImage = gst_io::read_rgb(path)?;
+    let data = rgb
+        .data()
+        .iter()
+        .map(|&[r, g, b]| {
+            let (r, g, b) = (i32::from(r), i32::from(g), i32::from(b));
+            let white = r > 200 && g > 200 && b > 200;
+            let drawn = (r >= 150 && r - g.max(b) >= 60) || (b >= 150 && b - r.max(g) >= 60);
+            if white || drawn { 255u8 } else { 0 }
+        })
+        .collect();
+    gst_core::Image::from_vec(rgb.width(), rgb.height(), data)
+        .map_err(|e| BaselineError::file(path, e.to_string()))
+}
+
+/// Writes a scene's map where the map answerers and the VLM `map` modes find it.
+fn save_map(map: &SemanticMap, dir: &Path) -> Result<(), BaselineError> {
+    let map_error = |e: gst_map::MapError| BaselineError::Other(e.to_string());
+    map.save(dir).map_err(map_error)?;
+    let view = TopdownView::fit(map, 640, 512);
+    gst_io::write_gray_png(&dir.join("occupancy.png"), &render_binary(map, &view))?;
+    gst_io::write_rgb_png(&dir.join("semantic.png"), &render_semantic(map, &view))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_named_class_as_whole_words() {
+        assert_eq!(named_class("where is the sofa located?"), Some(ObjectClass::Sofa));
+        assert_eq!(named_class("in which direction is the coffee table?"), Some(ObjectClass::CoffeeTable));
+        assert_eq!(named_class("how far is the bed."), Some(ObjectClass::Bed));
+        assert_eq!(named_class("bedside lamps are not beds"), None);
+    }
+}
