@@ -13,13 +13,14 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam build
+.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
 	@echo "make test   fmt check, clippy -D warnings, the whole test suite"
 	@echo "make bench  renderer throughput against Open3D's RaycastingScene"
 	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
+	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
 
 setup: setup-apt setup-venv
@@ -71,3 +72,7 @@ bench: setup-bench build
 # Generated scenes and their noisy copies are cached in out/bench-slam/ and reused by later runs.
 bench-slam: setup-bench build
 	source $(VENV)/env.sh && $(GST) bench slam --scenes 3 --out out/bench-slam --python $(PYTHON)
+
+bench-map: build
+	test -d out/bench-map/data/bench || $(GST) generate --scenes 3 --seed 1 --out out/bench-map/data --config scripts/bench-map-generate.json
+	$(GST) bench map --split out/bench-map/data/bench --out out/bench-map

@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 use gst_io::gst::QuestionFile;
 
+pub mod drawings;
 pub mod eval;
+pub mod geometry;
 pub mod random;
+pub mod scene_slam;
 pub mod vlm;
 
 pub use eval::{EvalOptions, EvalSummary, PredictionLine, read_predictions, run_eval};

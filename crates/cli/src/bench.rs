@@ -35,6 +35,9 @@ pub enum BenchKind {
     Slam(crate::bench_slam::SlamBenchArgs),
     /// Relocalisation of a generated split's current views (RGB only) against their true poses.
     Reloc(crate::bench_reloc::RelocBenchArgs),
+    /// The semantic map on generated scenes (SLAM poses, noisy depth): occupancy, rooms, room graph, objects,
+    /// marked targets, registration and mapping time against the targets.
+    Map(crate::bench_map::MapBenchArgs),
     /// One run of our SLAM for `gst bench slam`, in its own process (peak memory per sequence).
     #[command(hide = true)]
     SlamRun(crate::bench_slam::SlamRunArgs),
@@ -95,6 +98,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchKind::Slam(args) => crate::bench_slam::run(args),
         BenchKind::Reloc(args) => crate::bench_reloc::run(args),
         BenchKind::SlamRun(args) => crate::bench_slam::run_child(args),
+        BenchKind::Map(args) => crate::bench_map::run(args),
     }
 }
 

@@ -119,6 +119,25 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 result.inliers = found.inliers;
                 result.confidence = found.confidence;
             }
+            let correct = result.position_error_m.is_some_and(|e| e < 0.3)
+                && result.heading_error_deg.is_some_and(|e| e < 10.0);
+            if !correct {
+                // Diagnostics: does the map explain the true pose, and does relocalising from it work?
+                let truth_in_map = alignment.inverse_transform_pose(&view.world_from_camera);
+                let check = relocalizer.check_pose(&image, &truth_in_map);
+                let near = relocalizer.relocalize_near(&image, &truth_in_map)?;
+                tracing::info!(
+                    "{scene} {}: at the true pose {check:?}; from it: {:?}",
+                    view.image,
+                    near.map(|n| (
+                        n.inliers,
+                        n.ncc,
+                        (alignment.transform_pose(&n.world_from_camera).translation()
+                            - view.world_from_camera.translation())
+                        .norm()
+                    ))
+                );
+            }
             tracing::info!("{scene} {}: {:?}", view.image, result);
             results.push(result);
         }

@@ -6,10 +6,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_map;
 mod bench_reloc;
 mod bench_slam;
 mod eval_cmd;
 mod generate_cmd;
+mod map_cmd;
+mod map_eval_cmd;
 mod progress;
 mod render_cmd;
 mod scene_cmd;
@@ -52,6 +55,12 @@ enum Command {
     Slam(slam_cmd::SlamArgs),
     /// Answer a benchmark split with a model (resumable), score it and print the paper's table.
     Eval(eval_cmd::EvalArgs),
+    /// The semantic map of a recording (SLAM, then occupancy, rooms, room graph, objects): map.json,
+    /// scene_graph.json, occupancy.png, semantic.png, trajectory.tum.
+    Map(map_cmd::MapArgs),
+    /// Evaluate a map against a generated scene's ground truth: occupancy IoU, room MCC and F1, room-graph
+    /// edge F1, object centroid error, registration error.
+    MapEval(map_eval_cmd::MapEvalArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -79,6 +88,8 @@ pub fn main() -> ExitCode {
         Command::TrajEval(args) => traj_eval_cmd::run(&args),
         Command::Slam(args) => slam_cmd::run(&args),
         Command::Eval(args) => eval_cmd::run(&args),
+        Command::Map(args) => map_cmd::run(&args),
+        Command::MapEval(args) => map_eval_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

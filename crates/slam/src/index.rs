@@ -59,6 +59,24 @@ impl DescriptorIndex {
         }
     }
 
+    /// The stored descriptors within `max_distance` of `query` that share a chunk with it (all within
+    /// distance 15, most true matches beyond), into `out`.
+    pub fn near(&self, query: &Descriptor, max_distance: u32, out: &mut Vec<Entry>) {
+        out.clear();
+        let mut seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
+        for (k, table) in self.tables.iter().enumerate() {
+            let Some(bucket) = table.get(&chunk(query, k)) else { continue };
+            if bucket.len() > MAX_BUCKET {
+                continue;
+            }
+            for &id in bucket {
+                if seen.insert(id) && hamming(query, &self.descriptors[id as usize]) <= max_distance {
+                    out.push(self.entries[id as usize]);
+                }
+            }
+        }
+    }
+
     /// Votes of `queries` for keyframes: each query counts once per keyframe holding a descriptor within
     /// `max_distance`. Keyframes for which `skip` is true are left out. Sorted by votes, most first.
     pub fn vote(

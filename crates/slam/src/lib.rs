@@ -15,6 +15,7 @@ pub mod output;
 pub mod pose_graph;
 pub mod relocalize;
 pub mod system;
+pub mod thumbnail;
 
 pub use error::SlamError;
 pub use map_file::{MAP_FILE, SlamMap};

@@ -2,12 +2,14 @@
 //! keypoints, descriptors and map-point links, and the map points), saved as one binary file so that a later
 //! process can relocalise images without running SLAM again.
 //!
-//! Format (`map.gstslam`, little-endian): the magic `GSTSLAM1`, then
+//! Format (`map.gstslam`, little-endian): the magic `GSTSLAM2`, then
 //! - camera: width, height (u32), fx, fy, cx, cy (f64): the undistorted camera SLAM worked in (keypoints are
 //!   in undistorted pixels; images to relocalise must be undistorted first, as the frame sources do);
 //! - keyframes (u32 count), each: id (u32), frame index (u64), timestamp_s (f64), world_from_camera as
 //!   translation xyz and unit quaternion xyzw (7 × f64), features (u32 count) each u, v (f32), octave (u8),
-//!   descriptor (32 bytes), map point (u32, `u32::MAX` = none);
+//!   descriptor (32 bytes), map point (u32, `u32::MAX` = none); the thumbnail: width, height (u32), its
+//!   camera fx, fy, cx, cy (f64), grey levels (width × height bytes), depth (width × height u16, 1/5000 m,
+//!   0 = none);
 //! - map points (u32 count), each: position xyz (3 × f64), descriptor (32 bytes), octave (u8).
 //!
 //! Reading checks every count against the bytes left and every map-point link against the point count, so
@@ -21,9 +23,10 @@ use gst_core::{Distortion, PinholeCamera};
 
 use crate::features::{Descriptor, Features, Keypoint};
 use crate::system::HasPosition;
+use crate::thumbnail::Thumbnail;
 use crate::{SlamError, SlamOutput};
 
-const MAGIC: &[u8; 8] = b"GSTSLAM1";
+const MAGIC: &[u8; 8] = b"GSTSLAM2";
 
 /// File name of the map inside `gst slam`'s output directory.
 pub const MAP_FILE: &str = "map.gstslam";
@@ -38,7 +41,12 @@ pub struct StoredKeyframe {
     pub features: Features,
     /// The map point of each feature, if any.
     pub points: Vec<Option<u32>>,
+    /// Grey-level thumbnail with depth (relocalisation's photometric check).
+    pub thumbnail: Thumbnail,
 }
+
+/// Depth units per metre of stored thumbnails.
+const THUMBNAIL_DEPTH_SCALE: f64 = 5000.0;
 
 /// A map point of a stored map.
 #[derive(Clone, Debug)]
@@ -77,6 +85,7 @@ impl SlamMap {
                     world_from_camera: k.world_from_camera,
                     features: k.features.clone(),
                     points: k.points.clone(),
+                    thumbnail: k.thumbnail.clone(),
                 })
                 .collect(),
             points: output
@@ -117,6 +126,18 @@ impl SlamMap {
                 out.extend_from_slice(descriptor);
                 put_u32(&mut out, point.unwrap_or(u32::MAX));
             }
+            let t = &k.thumbnail;
+            put_u32(&mut out, t.camera.width);
+            put_u32(&mut out, t.camera.height);
+            for v in [t.camera.fx, t.camera.fy, t.camera.cx, t.camera.cy] {
+                put_f64(&mut out, v);
+            }
+            out.extend_from_slice(&t.gray);
+            for &d in &t.depth_m {
+                let units =
+                    (f64::from(d) * THUMBNAIL_DEPTH_SCALE).round().clamp(0.0, f64::from(u16::MAX)) as u16;
+                out.extend_from_slice(&units.to_le_bytes());
+            }
         }
         put_u32(&mut out, self.points.len() as u32);
         for p in &self.points {
@@ -146,7 +167,7 @@ impl SlamMap {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
         let mut r = Reader { bytes, at: 0 };
         if r.take(8)? != MAGIC {
-            return Err("not a gst SLAM map (the file does not start with GSTSLAM1)".into());
+            return Err("not a gst SLAM map (the file does not start with GSTSLAM2)".into());
         }
         let (width, height) = (r.u32()?, r.u32()?);
         let (fx, fy, cx, cy) = (r.f64()?, r.f64()?, r.f64()?, r.f64()?);
@@ -188,6 +209,31 @@ impl SlamMap {
                 points.push((point != u32::MAX).then_some(point));
             }
             let features = Features::from_parts(keypoints, descriptors, width, height);
+            let (tw, th) = (r.u32()?, r.u32()?);
+            let (tfx, tfy, tcx, tcy) = (r.f64()?, r.f64()?, r.f64()?, r.f64()?);
+            let pixels = (tw as usize).saturating_mul(th as usize);
+            if pixels.saturating_mul(3) > bytes.len() - r.at {
+                return Err(format!("keyframe {id}: a {tw}x{th} thumbnail exceeds the bytes left"));
+            }
+            let gray = r.take(pixels)?.to_vec();
+            let depth_m = r
+                .take(2 * pixels)?
+                .chunks_exact(2)
+                .map(|c| (f64::from(u16::from_le_bytes([c[0], c[1]])) / THUMBNAIL_DEPTH_SCALE) as f32)
+                .collect();
+            let thumbnail = Thumbnail {
+                camera: PinholeCamera {
+                    width: tw,
+                    height: th,
+                    fx: tfx,
+                    fy: tfy,
+                    cx: tcx,
+                    cy: tcy,
+                    distortion: Distortion::default(),
+                },
+                gray,
+                depth_m,
+            };
             keyframes.push(StoredKeyframe {
                 id,
                 frame_index,
@@ -195,6 +241,7 @@ impl SlamMap {
                 world_from_camera,
                 features,
                 points,
+                thumbnail,
             });
         }
         let point_count = r.count(24 + 32 + 1)?;
@@ -313,6 +360,13 @@ mod tests {
                 ),
                 features: Features::from_parts(keypoints, descriptors, camera.width, camera.height),
                 points: vec![Some(0), None, Some(2), Some(1), None],
+                thumbnail: Thumbnail {
+                    camera: Thumbnail::camera_for(&camera),
+                    gray: (0..16 * 12).map(|k| (k % 251) as u8).collect(),
+                    depth_m: (0..16 * 12)
+                        .map(|k| if k % 5 == 0 { 0.0 } else { 0.5 + 0.0002 * k as f32 })
+                        .collect(),
+                },
             }
         };
         let points = (0..3)
@@ -336,6 +390,11 @@ mod tests {
         let (a, b) = (&map.keyframes[1], &back.keyframes[1]);
         assert_eq!(a.points, b.points);
         assert_eq!(a.features.descriptors, b.features.descriptors);
+        assert_eq!(a.thumbnail.gray, b.thumbnail.gray);
+        assert_eq!(a.thumbnail.camera, b.thumbnail.camera);
+        for (x, y) in a.thumbnail.depth_m.iter().zip(&b.thumbnail.depth_m) {
+            assert!((x - y).abs() < 1e-4, "{x} {y}");
+        }
         assert!(
             (a.world_from_camera.translation.vector - b.world_from_camera.translation.vector).norm() < 1e-12
         );
@@ -346,7 +405,7 @@ mod tests {
         for cut in [0, 7, 20, bytes.len() / 2, bytes.len() - 1] {
             let error = SlamMap::from_bytes(&bytes[..cut]).err().ok_or("truncated map accepted")?;
             assert!(
-                error.contains("truncated") || error.contains("GSTSLAM1") || error.contains("exceeds"),
+                error.contains("truncated") || error.contains("GSTSLAM2") || error.contains("exceeds"),
                 "{cut}: {error}"
             );
         }
@@ -367,7 +426,7 @@ mod tests {
         assert_eq!(SlamMap::load(&path)?.to_bytes(), bytes);
         std::fs::write(&path, b"not a map")?;
         let error = SlamMap::load(&path).err().ok_or("garbage accepted")?.to_string();
-        assert!(error.contains("map.gstslam") && error.contains("GSTSLAM1"), "{error}");
+        assert!(error.contains("map.gstslam") && error.contains("GSTSLAM2"), "{error}");
         Ok(())
     }
 }

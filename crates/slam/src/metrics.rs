@@ -103,6 +103,17 @@ impl Alignment {
     }
 }
 
+impl Alignment {
+    /// A ground-truth `gt_world_from_camera` in the estimate's world: the inverse of
+    /// [`transform_pose`](Self::transform_pose).
+    pub fn inverse_transform_pose(&self, gt_world_from_camera: &Pose3) -> Pose3 {
+        let inverse_rotation = self.rotation.transpose();
+        let point = inverse_rotation * (gt_world_from_camera.translation() - self.translation) / self.scale;
+        let rotation = Pose3::from_rotation_matrix(Vector3::zeros(), &inverse_rotation).rotation();
+        Pose3::from_parts(point, rotation * gt_world_from_camera.rotation())
+    }
+}
+
 /// Summary of a list of errors, as evo's `get_all_statistics` (`std` is the population deviation, `median`
 /// the mean of the two middle values for an even count, `sse` the sum of squares).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

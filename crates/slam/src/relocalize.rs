@@ -4,10 +4,15 @@
 //! The image's ORB descriptors vote for keyframes through the descriptor index ([`crate::index`]); for the
 //! best-voted keyframes, brute-force matching to their map points gives 2D–3D correspondences, PnP-RANSAC
 //! (OpenCV) a first pose, and matching the map points of nearby keyframes projected with that pose, then
-//! motion-only optimisation on reprojection errors, the final pose. The best keyframe hypothesis by inliers wins.
+//! motion-only optimisation on reprojection errors, a pose per hypothesis. Each hypothesis is then checked
+//! photometrically ([`crate::thumbnail`]): the thumbnails of the keyframes nearest the pose, warped into it by
+//! their depth, are correlated with the image's. Repeated textures (wallpaper, tiles) can make the matches of
+//! a keyframe metres away agree on a shifted pose; what does not repeat in the view decides between them. The
+//! hypothesis with the highest correlation wins, and none is returned when no correlation reaches
+//! [`MIN_NCC`].
 //!
-//! Confidence is `min(1, inliers / 100) · inliers / candidate matches`: near 1 for a view with a hundred or
-//! more consistent matches, lower when few matches exist or most of them disagree.
+//! Confidence is `ncc · min(1, inliers / 50)`: near 1 for a view that the map's keyframes reproduce and
+//! that has fifty or more consistent matches.
 
 use std::collections::HashMap;
 
@@ -18,9 +23,10 @@ use gst_core::{Pose3, RgbImage};
 
 use crate::features::{Features, OrbExtractor, hamming};
 use crate::index::DescriptorIndex;
-use crate::map_file::SlamMap;
+use crate::map_file::{SlamMap, StoredKeyframe};
 use crate::optimize::{optimize_pose, pnp_ransac};
 use crate::system::{match_to_points, observations};
+use crate::thumbnail::{PhotometricCheck, Thumbnail, forward, photometric_check};
 use crate::{SlamConfig, SlamError};
 
 /// A relocalised camera.
@@ -35,6 +41,9 @@ pub struct Relocalization {
     pub confidence: f64,
     /// The keyframe whose map points gave the first pose.
     pub keyframe: u32,
+    /// Photometric check of the pose: correlation of the warped keyframes with the image, and their coverage.
+    pub ncc: f64,
+    pub coverage: f64,
 }
 
 /// Relocalises images against one map.
@@ -44,10 +53,36 @@ pub struct Relocalizer<'a> {
     index: DescriptorIndex,
     orb: OrbExtractor,
     config: SlamConfig,
+    /// Per keyframe, its thumbnail's layout signature ([`layout`]).
+    layouts: Vec<Vec<f32>>,
 }
 
 /// Keyframe hypotheses tried per image.
-const HYPOTHESES: usize = 5;
+const HYPOTHESES: usize = 10;
+/// PnP consensus sets tried per hypothesis (sequential RANSAC).
+const CONSENSUS_ROUNDS: usize = 3;
+/// Keyframe hypotheses chosen by layout similarity, besides the voted ones.
+const LAYOUT_HYPOTHESES: usize = 10;
+/// Lowest photometric correlation of an accepted pose.
+pub const MIN_NCC: f64 = 0.5;
+/// Lowest share of the image the warped keyframes must cover to judge a pose.
+const MIN_COVERAGE: f64 = 0.15;
+/// Rejected hypotheses with at least this many inliers seed the search for texture-period shifts.
+const SHIFT_MIN_INLIERS: usize = 40;
+/// Descriptor distance of copies of a repeated texture.
+const SHIFT_DESCRIPTOR_DISTANCE: u32 = 30;
+/// Fewest points voting for a shift, and shifts tried per seed.
+const SHIFT_MIN_VOTES: usize = 5;
+const SHIFT_CANDIDATES: usize = 8;
+
+/// A refined hypothesis and whether it passed the photometric check.
+struct Judged {
+    relocalization: Relocalization,
+    accepted: bool,
+}
+
+/// Keyframes warped into a hypothesis for its photometric check.
+const CHECK_KEYFRAMES: usize = 4;
 /// Hamming distance under which a descriptor votes for a keyframe.
 const VOTE_DISTANCE: u32 = 40;
 /// Keyframes before and after a hypothesis whose points join its matching.
@@ -66,7 +101,8 @@ impl<'a> Relocalizer<'a> {
                 }
             }
         }
-        Ok(Self { map, index, orb: OrbExtractor::new(&config.orb)?, config: config.clone() })
+        let layouts = map.keyframes.iter().map(|k| layout(&k.thumbnail)).collect();
+        Ok(Self { map, index, orb: OrbExtractor::new(&config.orb)?, config: config.clone(), layouts })
     }
 
     /// The camera pose of `image` in the map, or `None` when no hypothesis is verified.
@@ -82,13 +118,45 @@ impl<'a> Relocalizer<'a> {
             )));
         }
         let features = self.orb.extract(image, None)?;
+        let thumbnail = Thumbnail::new(camera, image, None, (0.0, f32::INFINITY));
         if features.len() < MIN_INLIERS {
             return Ok(None);
         }
         // A tight distance keeps the votes discriminative (at 64 nearly every keyframe gets hundreds).
-        let ranked = self.index.vote(&features.descriptors, VOTE_DISTANCE, |_| false);
+        // Hypotheses: the keyframes most voted for by descriptors, then those whose coarse layout (where the
+        // dark, bright and textured parts of the image are) looks most like the image's: repeated textures
+        // draw the votes to every wall that carries them, the layout does not repeat.
+        let mut ranked: Vec<u32> = self
+            .index
+            .vote(&features.descriptors, VOTE_DISTANCE, |_| false)
+            .into_iter()
+            .take(HYPOTHESES)
+            .map(|(kf, _)| kf)
+            .collect();
+        let query_layout = layout(&thumbnail);
+        let mut by_layout: Vec<(f32, u32)> = self
+            .layouts
+            .iter()
+            .enumerate()
+            .map(|(k, l)| (l.iter().zip(&query_layout).map(|(a, b)| a * b).sum::<f32>(), k as u32))
+            .collect();
+        by_layout.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for &(_, kf) in by_layout.iter().take(LAYOUT_HYPOTHESES) {
+            if !ranked.contains(&kf) {
+                ranked.push(kf);
+            }
+        }
         let mut best: Option<Relocalization> = None;
-        for &(kf, _) in ranked.iter().take(HYPOTHESES) {
+        let consider = |judged: Judged, best: &mut Option<Relocalization>| {
+            let found = judged.relocalization;
+            if judged.accepted
+                && best.as_ref().is_none_or(|b| (found.ncc, found.inliers) > (b.ncc, b.inliers))
+            {
+                *best = Some(found);
+            }
+        };
+        let mut shift_seeds: Vec<(Relocalization, Vec<u32>)> = Vec::new();
+        for &kf in &ranked {
             // Match against the hypothesis and its neighbours in time: more of the place's points.
             let first = kf.saturating_sub(NEIGHBOURS);
             let last = (kf + NEIGHBOURS).min(self.map.keyframes.len().saturating_sub(1) as u32);
@@ -115,16 +183,161 @@ impl<'a> Relocalizer<'a> {
                     [f64::from(features.keypoints[f as usize].u), f64::from(features.keypoints[f as usize].v)]
                 })
                 .collect();
-            let pnp = pnp_ransac(camera, &points, &pixels, 6.0, MIN_INLIERS)?;
-            let Some((camera_from_world, _)) = pnp else {
-                continue;
-            };
-            let Some(found) = self.refine(&features, camera_from_world, kf) else { continue };
-            if best.as_ref().is_none_or(|b| found.inliers > b.inliers) {
-                best = Some(found);
+            // Sequential RANSAC: a consensus on a repeated texture can hide the true one; after a rejected
+            // pose its inliers are set aside and the rest tried again.
+            let (mut points, mut pixels) = (points, pixels);
+            for _ in 0..CONSENSUS_ROUNDS {
+                let Some((camera_from_world, mask)) = pnp_ransac(camera, &points, &pixels, 6.0, MIN_INLIERS)?
+                else {
+                    break;
+                };
+                let Some((found, inlier_points)) = self.refine(&features, camera_from_world, kf) else {
+                    break;
+                };
+                let found = self.judge(&thumbnail, found);
+                let accepted = found.accepted;
+                if !accepted && found.relocalization.inliers >= SHIFT_MIN_INLIERS {
+                    shift_seeds.push((found.relocalization.clone(), inlier_points));
+                }
+                consider(found, &mut best);
+                if accepted {
+                    break;
+                }
+                let keep: Vec<bool> = mask.iter().map(|m| !m).collect();
+                points = points.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| *p).collect();
+                pixels = pixels.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| *p).collect();
+            }
+        }
+        // Repeated textures: a rejected pose with many inliers may be shifted by whole texture periods. The
+        // shifts between its points and stored copies of their descriptors elsewhere are the candidates.
+        if best.is_none() {
+            tracing::debug!("{} shift seeds", shift_seeds.len());
+            for (seed, points) in &shift_seeds {
+                for shift in self.texture_shifts(points) {
+                    let shifted = Isometry3::from_parts(
+                        nalgebra::Translation3::from(seed.world_from_camera.0.translation.vector + shift),
+                        seed.world_from_camera.0.rotation,
+                    );
+                    let check = self.check(&thumbnail, &Pose3(shifted));
+                    tracing::debug!("shift {shift:?} of keyframe {}'s pose: {check:?}", seed.keyframe);
+                    let Some(check) = check else { continue };
+                    if check.coverage < MIN_COVERAGE || check.ncc < MIN_NCC - 0.15 {
+                        continue;
+                    }
+                    let Some((found, _)) = self.refine(&features, shifted.inverse(), seed.keyframe) else {
+                        continue;
+                    };
+                    consider(self.judge(&thumbnail, found), &mut best);
+                }
             }
         }
         Ok(best)
+    }
+
+    /// Relocalises `image` starting from a prior pose (guided matching around it, optimisation, photometric
+    /// check), without place recognition: for images whose pose is roughly known.
+    pub fn relocalize_near(
+        &mut self,
+        image: &RgbImage,
+        prior: &Pose3,
+    ) -> Result<Option<Relocalization>, SlamError> {
+        let features = self.orb.extract(image, None)?;
+        let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
+        let Some((found, _)) = self.refine(&features, prior.0.inverse(), u32::MAX) else { return Ok(None) };
+        let judged = self.judge(&thumbnail, found);
+        Ok(judged.accepted.then_some(judged.relocalization))
+    }
+
+    /// The photometric check of `image` at a pose (diagnostics: how well the map explains a given pose).
+    pub fn check_pose(&self, image: &RgbImage, world_from_camera: &Pose3) -> Option<PhotometricCheck> {
+        let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
+        self.check(&thumbnail, world_from_camera)
+    }
+
+    /// Candidate shifts (world) of a pose whose inlier map points may be copies of a repeated texture: the
+    /// offsets from those points to stored points with nearly the same descriptor, binned horizontally
+    /// (0.2 m), most-voted first.
+    fn texture_shifts(&self, points: &[u32]) -> Vec<nalgebra::Vector3<f64>> {
+        let mut bins: HashMap<(i64, i64), (usize, nalgebra::Vector3<f64>)> = HashMap::new();
+        let mut near = Vec::new();
+        let mut voted = std::collections::HashSet::new();
+        for &p in points {
+            let Some(point) = self.map.points.get(p as usize) else { continue };
+            self.index.near(&point.descriptor, SHIFT_DESCRIPTOR_DISTANCE, &mut near);
+            voted.clear();
+            for entry in &near {
+                let Some(Some(other)) = self
+                    .map
+                    .keyframes
+                    .get(entry.keyframe as usize)
+                    .and_then(|k| k.points.get(entry.feature as usize))
+                else {
+                    continue;
+                };
+                let Some(other) = self.map.points.get(*other as usize) else { continue };
+                let shift = other.position - point.position;
+                let horizontal = shift.xy().norm();
+                if !(0.3..12.0).contains(&horizontal) || shift.z.abs() > 0.25 {
+                    continue;
+                }
+                let key = ((shift.x / 0.2).round() as i64, (shift.y / 0.2).round() as i64);
+                if voted.insert(key) {
+                    let bin = bins.entry(key).or_insert((0, nalgebra::Vector3::zeros()));
+                    bin.0 += 1;
+                    bin.1 += shift;
+                }
+            }
+        }
+        let mut ranked: Vec<(usize, (i64, i64), nalgebra::Vector3<f64>)> = bins
+            .into_iter()
+            .filter(|(_, (n, _))| *n >= SHIFT_MIN_VOTES)
+            .map(|(key, (n, sum))| (n, key, sum / n as f64))
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.into_iter().take(SHIFT_CANDIDATES).map(|(_, _, shift)| shift).collect()
+    }
+
+    /// The photometric verdict on a refined pose.
+    fn judge(&self, thumbnail: &Thumbnail, mut found: Relocalization) -> Judged {
+        let Some(check) = self.check(thumbnail, &found.world_from_camera) else {
+            return Judged { relocalization: found, accepted: false };
+        };
+        found.ncc = check.ncc;
+        found.coverage = check.coverage;
+        found.confidence = check.ncc.clamp(0.0, 1.0) * (found.inliers as f64 / 50.0).min(1.0);
+        let accepted = check.coverage >= MIN_COVERAGE && check.ncc >= MIN_NCC;
+        if !accepted {
+            tracing::debug!(
+                "hypothesis from keyframe {} rejected: {check:?}, {} inliers",
+                found.keyframe,
+                found.inliers
+            );
+        }
+        Judged { relocalization: found, accepted }
+    }
+
+    /// The photometric check of a pose against the keyframes nearest it (position, then viewing direction).
+    fn check(&self, thumbnail: &Thumbnail, world_from_camera: &Pose3) -> Option<PhotometricCheck> {
+        let pose = world_from_camera.0;
+        let position = pose.translation.vector;
+        let direction = forward(&pose);
+        let mut near: Vec<(f64, &StoredKeyframe)> = self
+            .map
+            .keyframes
+            .iter()
+            .filter_map(|k| {
+                let d = (k.world_from_camera.translation.vector - position).norm();
+                let alignment = forward(&k.world_from_camera).dot(&direction);
+                (d < self.config.local_map_radius_m && alignment > 0.3).then_some((d + (1.0 - alignment), k))
+            })
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
+        let camera_from_world = pose.inverse();
+        photometric_check(
+            thumbnail,
+            &camera_from_world,
+            near.iter().take(CHECK_KEYFRAMES).map(|(_, k)| (&k.thumbnail, &k.world_from_camera)),
+        )
     }
 
     /// Matches the map points of keyframes near the hypothesis projected into the image, and optimises.
@@ -133,7 +346,7 @@ impl<'a> Relocalizer<'a> {
         features: &Features,
         camera_from_world: Isometry3<f64>,
         keyframe: u32,
-    ) -> Option<Relocalization> {
+    ) -> Option<(Relocalization, Vec<u32>)> {
         let camera = &self.map.camera;
         let world_from_camera = camera_from_world.inverse();
         let position = world_from_camera.translation.vector;
@@ -188,13 +401,41 @@ impl<'a> Relocalizer<'a> {
         if inliers < MIN_INLIERS {
             return None;
         }
-        let confidence = (inliers as f64 / 100.0).min(1.0) * inliers as f64 / matches.len() as f64;
-        Some(Relocalization {
+        let inlier_points = matches.iter().zip(&inlier).filter(|(_, ok)| **ok).map(|(m, _)| m.0).collect();
+        let found = Relocalization {
             world_from_camera: Pose3(pose.inverse()),
             inliers,
             matches: matches.len(),
-            confidence,
+            confidence: 0.0,
             keyframe,
-        })
+            ncc: 0.0,
+            coverage: 0.0,
+        };
+        Some((found, inlier_points))
     }
+}
+
+/// A coarse layout signature of a thumbnail: 8x8 block means, zero mean, unit norm.
+fn layout(thumbnail: &Thumbnail) -> Vec<f32> {
+    let (w, h) = (thumbnail.camera.width as usize, thumbnail.camera.height as usize);
+    let (bw, bh) = ((w / 8).max(1), (h / 8).max(1));
+    let mut cells = Vec::with_capacity(64);
+    for by in 0..8 {
+        for bx in 0..8 {
+            let mut sum = 0.0f32;
+            let mut n = 0.0f32;
+            for y in by * bh..((by + 1) * bh).min(h) {
+                for x in bx * bw..((bx + 1) * bw).min(w) {
+                    sum += f32::from(thumbnail.gray.get(y * w + x).copied().unwrap_or(0));
+                    n += 1.0;
+                }
+            }
+            cells.push(if n > 0.0 { sum / n } else { 0.0 });
+        }
+    }
+    let mean = cells.iter().sum::<f32>() / cells.len() as f32;
+    cells.iter_mut().for_each(|c| *c -= mean);
+    let norm = cells.iter().map(|c| c * c).sum::<f32>().sqrt().max(1e-6);
+    cells.iter_mut().for_each(|c| *c /= norm);
+    cells
 }

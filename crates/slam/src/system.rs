@@ -36,6 +36,7 @@ use crate::icp::{DepthGrid, DepthModel};
 use crate::index::DescriptorIndex;
 use crate::optimize::{Observation, optimize_pose, pnp_ransac};
 use crate::pose_graph::{Edge, EdgeKind, NodeId, PoseGraph, PoseGraphOptions};
+use crate::thumbnail::Thumbnail;
 
 /// Settings of the SLAM system. Every field has a documented default.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -193,6 +194,8 @@ pub struct Keyframe {
     pub points: Vec<Option<u32>>,
     /// Subsampled depth, to align later frames against this keyframe.
     pub grid: DepthGrid,
+    /// Grey-level thumbnail with depth (relocalisation's photometric check).
+    pub thumbnail: Thumbnail,
     node: NodeId,
 }
 
@@ -212,6 +215,8 @@ pub struct PreparedFrame {
     pub features: Features,
     /// `None` when the frame has no depth.
     pub grid: Option<DepthGrid>,
+    /// Grey-level thumbnail with depth, kept by keyframes for relocalisation's photometric check.
+    pub thumbnail: Thumbnail,
     /// The recording's ground truth, passed through for evaluation (tracking never reads it).
     pub ground_truth: Option<Pose3>,
     /// Time spent preparing, seconds.
@@ -255,11 +260,13 @@ impl FrontEnd {
         }
         let features = self.orb.extract(&frame.rgb, frame.depth.as_ref())?;
         let grid = frame.depth.as_ref().map(|d| DepthGrid::new(&self.camera, d, self.icp_step, self.range));
+        let thumbnail = Thumbnail::new(&self.camera, &frame.rgb, frame.depth.as_ref(), self.range);
         Ok(PreparedFrame {
             index: frame.index,
             timestamp_s: frame.timestamp_s,
             features,
             grid,
+            thumbnail,
             ground_truth: frame.ground_truth,
             seconds: started.elapsed().as_secs_f64(),
         })
@@ -389,7 +396,7 @@ impl Slam {
         let lost =
             FrameResult { state: TrackingState::Lost, world_from_camera: None, keyframe: false, inliers: 0 };
         self.stats.seconds_orb += prepared.seconds;
-        let PreparedFrame { index, timestamp_s, features, grid, .. } = prepared;
+        let PreparedFrame { index, timestamp_s, features, grid, thumbnail, .. } = prepared;
         let Some(grid) = grid else {
             tracing::debug!("frame {index}: no depth");
             self.mark_lost();
@@ -404,7 +411,7 @@ impl Slam {
                 return Ok(FrameResult { state: TrackingState::Initializing, ..lost });
             }
             let pose = Isometry3::identity();
-            self.insert_keyframe(frame, grid, features, &[], pose)?;
+            self.insert_keyframe(frame, grid, thumbnail, features, &[], pose)?;
             self.record(timestamp_s, pose);
             self.last = Some(pose);
             return Ok(FrameResult {
@@ -496,7 +503,7 @@ impl Slam {
         let inliers = matches.len();
         if new_keyframe {
             let clock = std::time::Instant::now();
-            self.insert_keyframe(frame, grid, features, &matches, world_from_camera)?;
+            self.insert_keyframe(frame, grid, thumbnail, features, &matches, world_from_camera)?;
             self.stats.seconds_keyframes += clock.elapsed().as_secs_f64();
         }
         self.record(timestamp_s, self.last.unwrap_or(world_from_camera));
@@ -715,6 +722,7 @@ impl Slam {
         &mut self,
         frame: FrameId,
         grid: DepthGrid,
+        thumbnail: Thumbnail,
         features: Features,
         matches: &[(u32, u32)],
         world_from_camera: Isometry3<f64>,
@@ -792,6 +800,7 @@ impl Slam {
             points,
             node,
             grid,
+            thumbnail,
         });
         self.reference = self.keyframes.last().map(|k| (id, DepthModel::new(&k.grid)));
         self.frames_since_keyframe = 0;

@@ -1,0 +1,265 @@
+//! `gst map`: SLAM (or, named oracle, the recording's ground-truth poses) then the semantic map over a
+//! recording: `map.json`, `scene_graph.json`, `occupancy.png`, `semantic.png`, `trajectory.tum`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use gst_core::{Pose3, TimedPose, Trajectory};
+use gst_io::{SourceOptions, TumSequence, open_source_with, write_trajectory_tum};
+use gst_map::{
+    MapBuilder, MapConfig, NoPerception, OraclePerception, Perception, PosedFrame, SemanticMap, TopdownView,
+    gravity_alignment, render_binary, render_semantic,
+};
+use gst_slam::SlamConfig;
+
+/// Size of the rendered top-downs (GST-Bench's).
+pub const TOPDOWN_SIZE: (u32, u32) = (640, 512);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoseSource {
+    /// Our RGB-D SLAM on the recording.
+    Slam,
+    /// ORACLE: the recording's ground-truth poses (`groundtruth.txt`).
+    Groundtruth,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PerceptionKind {
+    /// No object observations.
+    None,
+    /// ORACLE: simulator instance masks of a generated episode and the scene's annotations.
+    Oracle,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MapArgs {
+    /// A TUM RGB-D directory or a `gst generate` episode (`DIR/<split>/tum/<scene>`).
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Where poses come from.
+    #[arg(long, value_enum, default_value = "slam")]
+    pub poses: PoseSource,
+    /// Where object observations come from.
+    #[arg(long, value_enum, default_value = "none")]
+    pub perception: PerceptionKind,
+    /// `annotations.json` for oracle perception; default: the episode's `../../scenes/<scene>/annotations.json`.
+    #[arg(long)]
+    pub annotations: Option<PathBuf>,
+    /// Map settings as JSON (a `MapConfig`; missing fields take their defaults).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+/// What a run measured (written as `OUT/run.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MapRun {
+    pub input: PathBuf,
+    pub poses: PoseSource,
+    pub perception: PerceptionKind,
+    pub frames: usize,
+    pub slam_frames: usize,
+    /// SLAM's tracking time per frame (reading excluded), milliseconds; 0 with ground-truth poses.
+    pub slam_ms_per_frame: f64,
+    /// SLAM's wall time per frame (reading and preparing included), milliseconds.
+    pub slam_wall_ms_per_frame: f64,
+    /// Mapping time per frame (`MapBuilder::add_frame`: occupancy and objects), milliseconds.
+    pub map_ms_per_frame: f64,
+    /// Perception time per frame (oracle: reading instance images), milliseconds.
+    pub perception_ms_per_frame: f64,
+    pub finish_seconds: f64,
+    pub rooms: usize,
+    pub doors: usize,
+    pub objects: usize,
+}
+
+fn read_config(path: Option<&Path>) -> Result<MapConfig> {
+    let Some(path) = path else { return Ok(MapConfig::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let config: MapConfig =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a valid map config", path.display()))?;
+    config.validate().with_context(|| path.display().to_string())?;
+    Ok(config)
+}
+
+pub fn run(args: &MapArgs) -> Result<()> {
+    let config = read_config(args.config.as_deref())?;
+    let report = build_map(
+        &args.input,
+        &args.out,
+        args.poses,
+        args.perception,
+        args.annotations.as_deref(),
+        &config,
+        true,
+    )?;
+    eprintln!(
+        "{} frames: {} rooms, {} doors, {} objects; mapping {:.2} ms/frame, SLAM {:.2} ms/frame ({:.0}% added)",
+        report.frames,
+        report.rooms,
+        report.doors,
+        report.objects,
+        report.map_ms_per_frame,
+        report.slam_ms_per_frame,
+        if report.slam_ms_per_frame > 0.0 {
+            100.0 * report.map_ms_per_frame / report.slam_ms_per_frame
+        } else {
+            0.0
+        },
+    );
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
+}
+
+/// The episode's default `annotations.json`: `DIR/<split>/tum/<scene>` → `DIR/<split>/scenes/<scene>/`.
+fn default_annotations(input: &Path) -> Option<PathBuf> {
+    let scene = input.file_name()?;
+    let split = input.parent()?.parent()?;
+    Some(split.join("scenes").join(scene).join("annotations.json"))
+}
+
+/// Runs SLAM (or reads ground truth) and builds the map of a TUM recording into `out`.
+pub fn build_map(
+    input: &Path,
+    out: &Path,
+    poses: PoseSource,
+    perception: PerceptionKind,
+    annotations: Option<&Path>,
+    config: &MapConfig,
+    progress: bool,
+) -> Result<MapRun> {
+    config.validate()?;
+    let sequence = TumSequence::open(input, None).with_context(|| format!("opening {}", input.display()))?;
+    let options = SourceOptions::default();
+    let (trajectory, slam_ms, slam_wall_ms, slam_frames) = match poses {
+        PoseSource::Groundtruth => {
+            let Some(truth) = sequence.groundtruth() else {
+                bail!("{}: no groundtruth.txt for --poses groundtruth", input.display());
+            };
+            (truth.clone(), 0.0, 0.0, truth.len())
+        }
+        PoseSource::Slam => {
+            let mut source = open_source_with(input, &options)?;
+            let bar = if progress {
+                crate::progress::bar(sequence.len() as u64, "slam")
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            let output = gst_slam::run_slam(source.as_mut(), &SlamConfig::default(), &mut |_| bar.inc(1))
+                .with_context(|| format!("SLAM on {}", input.display()))?;
+            bar.finish_and_clear();
+            let frames = output.stats.frames.max(1) as f64;
+            (
+                output.trajectory,
+                1e3 * output.stats.tracking_seconds / frames,
+                1e3 * output.stats.wall_seconds / frames,
+                output.stats.frames,
+            )
+        }
+    };
+    let camera = match sequence.calibration() {
+        Some(c) => c.camera,
+        None => gst_io::read_calibration(&input.join("calibration.yaml"))?.camera,
+    };
+    // One pose per frame of the sequence, by timestamp (SLAM reports every tracked frame).
+    let frame_poses: Vec<Option<Pose3>> = {
+        let stamps: Vec<f64> = trajectory.poses().iter().map(|p| p.timestamp_s).collect();
+        sequence
+            .entries()
+            .iter()
+            .map(|e| {
+                let k = stamps.partition_point(|t| *t < e.timestamp_s - 1e-4);
+                trajectory
+                    .poses()
+                    .get(k)
+                    .filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3)
+                    .map(|p| p.world_from_camera)
+            })
+            .collect()
+    };
+    let known: Vec<Pose3> = frame_poses.iter().flatten().copied().collect();
+    if known.is_empty() {
+        tracing::warn!("{}: no frame has a pose; the map will be empty", input.display());
+    }
+    let map_from_world = gravity_alignment(&known);
+    let mut perceiver: Box<dyn Perception> = match perception {
+        PerceptionKind::None => Box::new(NoPerception),
+        PerceptionKind::Oracle => {
+            let path =
+                annotations.map(Path::to_path_buf).or_else(|| default_annotations(input)).with_context(
+                    || format!("{}: cannot find annotations.json; pass --annotations", input.display()),
+                )?;
+            Box::new(OraclePerception::open(input, &path)?)
+        }
+    };
+    let mut builder = MapBuilder::new(config.clone(), camera, map_from_world)?;
+    let bar = if progress {
+        crate::progress::bar(sequence.len() as u64, "map")
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut perception_seconds = 0.0;
+    for (k, pose) in frame_poses.iter().enumerate() {
+        bar.inc(1);
+        let Some(pose) = pose else { continue };
+        if k % config.frame_stride != 0 {
+            continue;
+        }
+        let frame = sequence.frame(k)?;
+        let started = Instant::now();
+        let observations = perceiver.observe(k, &frame.rgb)?;
+        perception_seconds += started.elapsed().as_secs_f64();
+        builder.add_frame(&PosedFrame {
+            index: k,
+            timestamp_s: frame.timestamp_s,
+            world_from_camera: *pose,
+            depth: Some(&frame.depth),
+            observations: &observations,
+        })?;
+    }
+    bar.finish_and_clear();
+    let map = builder.finish();
+    write_outputs(out, &map, &trajectory)?;
+    if let Some(truth) = sequence.groundtruth() {
+        // Evaluation only (`gst map-eval` aligns the map with it); mapping never reads it.
+        write_trajectory_tum(&out.join("groundtruth.tum"), truth)?;
+    }
+    let frames = sequence.len();
+    let run = MapRun {
+        input: input.into(),
+        poses,
+        perception,
+        frames,
+        slam_frames,
+        slam_ms_per_frame: slam_ms,
+        slam_wall_ms_per_frame: slam_wall_ms,
+        map_ms_per_frame: 1e3 * map.stats.integrate_seconds / frames.max(1) as f64,
+        perception_ms_per_frame: 1e3 * perception_seconds / frames.max(1) as f64,
+        finish_seconds: map.stats.finish_seconds,
+        rooms: map.rooms.len(),
+        doors: map.doors.len(),
+        objects: map.objects.len(),
+    };
+    gst_io::write_json(&out.join("run.json"), &run)?;
+    Ok(run)
+}
+
+/// Writes the map directory.
+pub fn write_outputs(out: &Path, map: &SemanticMap, trajectory: &Trajectory) -> Result<()> {
+    map.save(out)?;
+    let view = TopdownView::fit(map, TOPDOWN_SIZE.0, TOPDOWN_SIZE.1);
+    gst_io::write_gray_png(&out.join("occupancy.png"), &render_binary(map, &view))?;
+    gst_io::write_rgb_png(&out.join("semantic.png"), &render_semantic(map, &view))?;
+    gst_io::write_json(&out.join("view.json"), &view)?;
+    let trajectory =
+        if trajectory.is_empty() { Trajectory::new(Vec::<TimedPose>::new())? } else { trajectory.clone() };
+    write_trajectory_tum(&out.join("trajectory.tum"), &trajectory)?;
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! Settings of map building, with documented defaults (tuned on generated houses at 640x512).
+
+use serde::{Deserialize, Serialize};
+
+use crate::MapError;
+
+/// How the map builder turns posed depth into occupancy, rooms and objects.
+///
+/// Every field has a default (see [`MapConfig::default`]); a JSON config may give any subset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MapConfig {
+    /// Side of an occupancy cell, metres (default 0.05).
+    pub resolution_m: f64,
+    /// Depth pixels are sampled every `pixel_stride` columns and rows (default 4: 20k points per 640x512
+    /// frame). Larger is faster and sparser.
+    pub pixel_stride: u32,
+    /// Integrate every `frame_stride`-th frame only (default 1). Object observations are still taken from
+    /// the frames that are integrated.
+    pub frame_stride: usize,
+    /// Depth readings farther than this are ignored, metres (default 5.0: depth noise grows with z²).
+    pub max_range_m: f64,
+    /// Depth readings nearer than this are ignored, metres (default 0.2).
+    pub min_range_m: f64,
+    /// A point within this height of the floor is floor, metres (default 0.05).
+    pub floor_tolerance_m: f64,
+    /// Obstacles start this far above the floor, metres (default 0.1).
+    pub obstacle_min_height_m: f64,
+    /// Obstacles end this far above the camera, metres (default 0.3).
+    pub obstacle_above_camera_m: f64,
+    /// Structure (walls above door lintels) starts this far above the floor, metres (default 2.2: the
+    /// generator's doors and windows end at 2.1 m). Rooms are separated where it is seen.
+    pub structure_min_height_m: f64,
+    /// Structure ends this far below the estimated ceiling, metres (default 0.1).
+    pub structure_below_ceiling_m: f64,
+    /// Height assumed for the ceiling above the floor when none is seen, metres (default 2.5).
+    pub default_ceiling_height_m: f64,
+    /// A cell is occupied when seen as obstacle in at least this many frames (default 2)...
+    pub min_obstacle_frames: u32,
+    /// ...and in at least this fraction of the frames that saw it free (default 0.25).
+    pub obstacle_free_ratio: f64,
+    /// Rooms smaller than this are not rooms (their cells join a neighbour), square metres (default 1.5).
+    pub min_room_area_m2: f64,
+    /// Structure is grown by this much before rooms are split along it, metres (default 0.1).
+    pub structure_dilation_m: f64,
+    /// Free space narrower than twice this is a passage: room seeds stay this far from obstacles, so that
+    /// doors whose lintel was never seen still separate rooms, metres (default 0.2; larger values lose the
+    /// seeds of cluttered rooms, 0.2–0.3 measured best on generated houses).
+    pub passage_clearance_m: f64,
+    /// Rooms that meet along a boundary longer than this are one room (no door is that wide), metres
+    /// (default 1.4).
+    pub max_door_width_m: f64,
+    /// An object observation joins the nearest landmark of a compatible class within this distance of its
+    /// centre, metres (default 0.6).
+    pub association_radius_m: f64,
+    /// Observations with fewer valid depth points are dropped (default 20).
+    pub min_object_points: usize,
+}
+
+impl Default for MapConfig {
+    fn default() -> Self {
+        Self {
+            resolution_m: 0.05,
+            pixel_stride: 4,
+            frame_stride: 1,
+            max_range_m: 5.0,
+            min_range_m: 0.2,
+            floor_tolerance_m: 0.05,
+            obstacle_min_height_m: 0.1,
+            obstacle_above_camera_m: 0.3,
+            structure_min_height_m: 2.2,
+            structure_below_ceiling_m: 0.1,
+            default_ceiling_height_m: 2.5,
+            min_obstacle_frames: 2,
+            obstacle_free_ratio: 0.25,
+            min_room_area_m2: 1.5,
+            structure_dilation_m: 0.1,
+            passage_clearance_m: 0.2,
+            max_door_width_m: 1.4,
+            association_radius_m: 0.6,
+            min_object_points: 20,
+        }
+    }
+}
+
+impl MapConfig {
+    /// Checks every field; called before any input is opened.
+    pub fn validate(&self) -> Result<(), MapError> {
+        let bad = |m: String| Err(MapError::InvalidConfig(m));
+        if !(self.resolution_m > 0.005 && self.resolution_m <= 1.0) {
+            return bad(format!("resolution_m {} must be in (0.005, 1] m", self.resolution_m));
+        }
+        if self.pixel_stride == 0 || self.frame_stride == 0 {
+            return bad("pixel_stride and frame_stride must be at least 1".into());
+        }
+        if !(self.min_range_m >= 0.0 && self.min_range_m < self.max_range_m) {
+            return bad(format!("range [{}, {}] m is empty", self.min_range_m, self.max_range_m));
+        }
+        if !(self.floor_tolerance_m > 0.0 && self.floor_tolerance_m < self.obstacle_min_height_m) {
+            return bad("floor_tolerance_m must be positive and below obstacle_min_height_m".into());
+        }
+        if !(self.obstacle_above_camera_m >= 0.0) {
+            return bad("obstacle_above_camera_m must not be negative".into());
+        }
+        if !(self.structure_min_height_m > 0.0
+            && self.structure_below_ceiling_m >= 0.0
+            && self.default_ceiling_height_m > self.structure_min_height_m)
+        {
+            return bad("structure band: need 0 < structure_min_height_m < default_ceiling_height_m".into());
+        }
+        if self.min_obstacle_frames == 0 || !(self.obstacle_free_ratio >= 0.0) {
+            return bad("min_obstacle_frames must be ≥ 1 and obstacle_free_ratio ≥ 0".into());
+        }
+        if !(self.min_room_area_m2 >= 0.0 && self.structure_dilation_m >= 0.0) {
+            return bad("min_room_area_m2 and structure_dilation_m must not be negative".into());
+        }
+        if !(self.passage_clearance_m >= 0.0 && self.max_door_width_m > 0.0) {
+            return bad(
+                "passage_clearance_m must not be negative and max_door_width_m must be positive".into()
+            );
+        }
+        if !(self.association_radius_m > 0.0) {
+            return bad("association_radius_m must be positive".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,39 @@
+//! The semantic map of gst: what the explicit-map baseline remembers of an exploration.
+//!
+//! Posed RGB-D frames (SLAM's poses, the camera calibration, depth) go into a [`MapBuilder`]; out comes a
+//! [`SemanticMap`]: a 2D occupancy grid with an estimated floor height, rooms and doors (a petgraph room
+//! graph), object landmarks fused from per-frame observations (a [`Perception`]), and the trajectory. The
+//! map renders in GST-Bench's top-down styles, registers to a given binary top-down image (a similarity
+//! found by search), saves to `map.json` and exports `scene_graph.json`, the map as text for a VLM.
+//!
+//! Everything here is computed from frames, poses and calibration. Simulator ground truth enters only
+//! through [`OraclePerception`], named so.
+
+pub mod config;
+pub mod error;
+pub mod grid;
+pub mod map;
+pub mod objects;
+pub mod occupancy;
+pub mod perception;
+pub mod register;
+pub mod render;
+pub mod rooms;
+#[cfg(test)]
+pub(crate) mod testworld;
+
+pub use config::MapConfig;
+pub use error::MapError;
+pub use grid::GridFrame;
+pub use map::{
+    MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, TrajectorySample, gravity_alignment,
+};
+pub use objects::{ObjectLandmark, ObjectMap, Observation, Region, YawBox};
+pub use occupancy::{CellState, OccupancyGrid};
+pub use perception::{
+    MarkedBoxPerception, NoPerception, OraclePerception, Perception, PixelBox, TargetEstimate,
+    detect_red_box, locate_marked_target,
+};
+pub use register::{Registration, Similarity2, register};
+pub use render::{TopdownView, render_binary, render_semantic};
+pub use rooms::{Door, Room, RoomGraph, room_graph};
