@@ -20,7 +20,7 @@ check gst-io rerun ort reqwest ureq gst-sim gst-vlm
 check gst-bench rerun ort reqwest ureq gst-vlm
 check gst-slam rerun ort reqwest ureq gst-sim gst-bench gst-vlm
 check gst-baseline rerun gst-sim gst-bench
-check gst-map rerun ort reqwest ureq gst-sim gst-bench gst-slam
+check gst-map rerun ort reqwest ureq gst-sim gst-bench gst-slam gst-vlm
 # gst-vlm is a leaf (ort, HTTP, tokenizers): only gst-baseline and gst-cli use it, and it sees questions and
 # frames like any model: no simulator, benchmark builder or scorer.
 check gst-vlm rerun gst-sim gst-bench gst-slam gst-baseline
