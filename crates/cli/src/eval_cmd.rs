@@ -22,6 +22,26 @@ pub enum AnswererKind {
     Random,
     /// A vision-language model (see --backend, --model, --mode).
     Vlm,
+    /// The explicit-map baseline: SLAM, semantic map, answers by geometry (see --poses, --perception).
+    Map,
+}
+
+/// Poses of the map answerer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PosesArg {
+    /// Our SLAM's estimate (`map-slam`).
+    Slam,
+    /// The episodes' ground truth: an ORACLE upper bound (`map-oracle-poses`).
+    Groundtruth,
+}
+
+/// Object perception of the map answerer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PerceptionArg {
+    /// Only the question's pixels: red boxes in marked videos (semantic targets stay unknown).
+    Marked,
+    /// ORACLE instance masks and classes from the generated episode.
+    Oracle,
 }
 
 #[derive(Debug, clap::Args)]
@@ -44,6 +64,12 @@ pub struct EvalArgs {
     /// Print the tables as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Poses of the map answerer.
+    #[arg(long, value_enum, default_value = "slam")]
+    pub poses: PosesArg,
+    /// Object perception of the map answerer.
+    #[arg(long, value_enum, default_value = "marked")]
+    pub perception: PerceptionArg,
     #[command(flatten)]
     pub vlm: crate::vlm_args::VlmArgs,
 }
@@ -62,6 +88,21 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             let model = args.vlm.build_vlm(&args.out.join(VLM_RESPONSE_CACHE))?;
             vlm = Some(Arc::clone(&model));
             Box::new(args.vlm.answerer(model)?)
+        }
+        AnswererKind::Map => {
+            use gst_baseline::map_answerer::{MapAnswerer, MapAnswererConfig, ObjectPerception};
+            use gst_baseline::scene_slam::PoseSource;
+            Box::new(MapAnswerer::new(MapAnswererConfig {
+                poses: match args.poses {
+                    PosesArg::Slam => PoseSource::Slam,
+                    PosesArg::Groundtruth => PoseSource::OracleGroundTruth,
+                },
+                perception: match args.perception {
+                    PerceptionArg::Marked => ObjectPerception::Marked,
+                    PerceptionArg::Oracle => ObjectPerception::Oracle,
+                },
+                ..MapAnswererConfig::default()
+            }))
         }
     };
     let name = args.name.clone().unwrap_or_else(|| answerer.name());
