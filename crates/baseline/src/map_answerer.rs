@@ -190,7 +190,7 @@ impl MapAnswerer {
             MapBuilder::new(self.config.map.clone(), camera, map_from_world).map_err(map_error)?;
         for (k, pose) in frame_poses.iter().enumerate() {
             let Some(pose) = pose else { continue };
-            if k % self.config.map.frame_stride.max(1) != 0 {
+            if !k.is_multiple_of(self.config.map.frame_stride.max(1)) {
                 continue;
             }
             let frame = sequence.frame(k)?;
@@ -339,7 +339,7 @@ impl MapAnswerer {
         let mut path = Vec::new();
         let mut k = 0usize;
         while let Some(frame) = reader.next_frame()? {
-            if k % self.config.trajectory_frame_step.max(1) == 0
+            if k.is_multiple_of(self.config.trajectory_frame_step.max(1))
                 && let Some(found) = relocalizer.relocalize(&frame)?
             {
                 let t = found.world_from_camera.translation();
