@@ -323,8 +323,11 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
         let short = if along_x { largest.height() } else { largest.width() };
         if short >= 2.0 * min_side + corridor_width {
             let low = if along_x { largest.min[1] } else { largest.min[0] };
-            // Inclusive: `short` may leave exactly `min_side` on both sides (an empty half-open range panicked).
-            let start = snap(low + rng.gen_range(min_side..=(short - min_side - corridor_width)));
+            // Inclusive, and the upper end never below `min_side`: `short` may leave exactly `min_side` on both
+            // sides, and `short - min_side - corridor_width` can then round to just under it (both panicked:
+            // the second with seed 200's scene_002 of a TDS-heavy run).
+            let highest = (short - min_side - corridor_width).max(min_side);
+            let start = snap(low + rng.gen_range(min_side..=highest));
             let end = start + corridor_width;
             regions.remove(index);
             let (a, c, b) = if along_x {
@@ -737,6 +740,29 @@ mod tests {
     fn plan(seed: u64) -> Plan {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         generate_plan(&PlanConfig::default(), &mut rng).expect("default config is valid")
+    }
+
+    /// Fixed rooms and area, as TDS-Medium distractors ask for them: thousands of plans, none may panic
+    /// (a corridor leaving exactly the minimum width on both sides once did, through rounding).
+    #[test]
+    fn plans_of_fixed_size_never_panic() {
+        let mut plans = 0;
+        for rooms in 4..=8 {
+            for area in [8.0, 10.0, 12.5, 15.0, 18.0, 24.0] {
+                let config = PlanConfig {
+                    min_rooms: rooms,
+                    max_rooms: rooms,
+                    mean_room_area_m2: area,
+                    ..PlanConfig::default()
+                };
+                for seed in 0..40 {
+                    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 7919 + rooms as u64);
+                    // Errors (an unusable draw) are fine; panics are not.
+                    plans += usize::from(generate_plan(&config, &mut rng).is_ok());
+                }
+            }
+        }
+        assert!(plans > 1000, "{plans} of 1200 plans generated");
     }
 
     #[test]
