@@ -28,7 +28,8 @@ use gst_io::TumSequence;
 use gst_io::gst::QuestionFile;
 use gst_map::{
     MapBuilder, MapConfig, NoPerception, OraclePerception, Perception, PosedFrame, Registration, SemanticMap,
-    TopdownView, gravity_alignment, locate_marked_target_from, register, render_binary, render_semantic,
+    TopdownView, gravity_alignment, locate_marked_target_from, poses_per_frame, register, render_binary,
+    render_semantic,
 };
 use gst_slam::SlamConfig;
 use gst_slam::thumbnail::Thumbnail;
@@ -127,19 +128,7 @@ impl MapAnswerer {
             &self.config.slam,
         )?;
         let sequence = TumSequence::open(&tum_dir(context.split_dir, scene), None)?;
-        let stamps: Vec<f64> = slam.trajectory.poses().iter().map(|p| p.timestamp_s).collect();
-        let frame_poses: Vec<Option<Pose3>> = sequence
-            .entries()
-            .iter()
-            .map(|e| {
-                let k = stamps.partition_point(|t| *t < e.timestamp_s - 1e-4);
-                slam.trajectory
-                    .poses()
-                    .get(k)
-                    .filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3)
-                    .map(|p| p.world_from_camera)
-            })
-            .collect();
+        let frame_poses = poses_per_frame(&sequence, &slam.trajectory);
         let suffix = match (self.config.poses, self.config.perception) {
             (PoseSource::Slam, ObjectPerception::Marked) => "",
             (PoseSource::Slam, ObjectPerception::Oracle) => "-oracle-objects",

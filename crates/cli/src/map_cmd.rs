@@ -11,7 +11,7 @@ use gst_core::{Pose3, TimedPose, Trajectory};
 use gst_io::{SourceOptions, TumSequence, open_source_with, write_trajectory_tum};
 use gst_map::{
     MapBuilder, MapConfig, NoPerception, OraclePerception, Perception, PosedFrame, SemanticMap, TopdownView,
-    gravity_alignment, render_binary, render_semantic,
+    gravity_alignment, poses_per_frame, render_binary, render_semantic,
 };
 use gst_slam::SlamConfig;
 
@@ -169,21 +169,7 @@ pub fn build_map(
         None => gst_io::read_calibration(&input.join("calibration.yaml"))?.camera,
     };
     // One pose per frame of the sequence, by timestamp (SLAM reports every tracked frame).
-    let frame_poses: Vec<Option<Pose3>> = {
-        let stamps: Vec<f64> = trajectory.poses().iter().map(|p| p.timestamp_s).collect();
-        sequence
-            .entries()
-            .iter()
-            .map(|e| {
-                let k = stamps.partition_point(|t| *t < e.timestamp_s - 1e-4);
-                trajectory
-                    .poses()
-                    .get(k)
-                    .filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3)
-                    .map(|p| p.world_from_camera)
-            })
-            .collect()
-    };
+    let frame_poses = poses_per_frame(&sequence, &trajectory);
     let known: Vec<Pose3> = frame_poses.iter().flatten().copied().collect();
     if known.is_empty() {
         tracing::warn!("{}: no frame has a pose; the map will be empty", input.display());

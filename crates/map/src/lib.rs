@@ -27,6 +27,7 @@ pub use error::MapError;
 pub use grid::GridFrame;
 pub use map::{
     MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, TrajectorySample, gravity_alignment,
+    poses_per_frame,
 };
 pub use objects::{ObjectLandmark, ObjectMap, Observation, Region, YawBox};
 pub use occupancy::{CellState, OccupancyGrid};

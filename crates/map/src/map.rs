@@ -39,6 +39,27 @@ pub struct PosedFrame<'a> {
 /// estimated from the camera poses: a camera carried without roll keeps its x axis horizontal, so up is the
 /// direction most nearly perpendicular to every camera x axis (the smallest eigenvector of their scatter);
 /// its sign makes the cameras' -y axes point up on average. Identity for fewer than two distinct headings.
+/// One pose per frame of `sequence` from `trajectory`, matched by timestamp (within 1 ms); `None` for frames
+/// the trajectory lacks (SLAM reports only tracked frames).
+pub fn poses_per_frame(
+    sequence: &gst_io::TumSequence,
+    trajectory: &gst_core::Trajectory,
+) -> Vec<Option<Pose3>> {
+    let stamps: Vec<f64> = trajectory.poses().iter().map(|p| p.timestamp_s).collect();
+    sequence
+        .entries()
+        .iter()
+        .map(|e| {
+            let k = stamps.partition_point(|t| *t < e.timestamp_s - 1e-4);
+            trajectory
+                .poses()
+                .get(k)
+                .filter(|p| (p.timestamp_s - e.timestamp_s).abs() < 1e-3)
+                .map(|p| p.world_from_camera)
+        })
+        .collect()
+}
+
 pub fn gravity_alignment(world_from_camera: &[Pose3]) -> Pose3 {
     let mut scatter = Matrix3::<f64>::zeros();
     let mut down_sum = Vector3::zeros();
