@@ -1,0 +1,1 @@
+//! Rerun logging of every gst stage.
