@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use gst_io::gst::QuestionFile;
 
+#[cfg(test)]
+use crate::Reply;
 use crate::{AnswerContext, Answerer, BaselineError};
 
 /// File names inside the output directory.
@@ -28,6 +30,9 @@ pub const ERRORS: &str = "errors.jsonl";
 pub struct PredictionLine {
     pub uid: String,
     pub prediction: String,
+    /// Why the prediction is a fallback answer ([`crate::Reply::fallback`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// One line of `errors.jsonl`.
@@ -87,6 +92,22 @@ pub fn read_predictions(path: &Path) -> Result<Vec<PredictionLine>, BaselineErro
         }
     }
     Ok(predictions)
+}
+
+/// Fallback answers per task column (paper column names, e.g. "Pos"), from a predictions file's lines.
+pub fn fallback_counts(
+    questions: &[gst_core::Question],
+    predictions: &[PredictionLine],
+) -> BTreeMap<&'static str, usize> {
+    let task_of: BTreeMap<&str, gst_core::TaskId> =
+        questions.iter().map(|q| (q.uid.as_str(), q.task)).collect();
+    let mut counts = BTreeMap::new();
+    for line in predictions.iter().filter(|p| p.fallback.is_some()) {
+        if let Some(task) = task_of.get(line.uid.as_str()) {
+            *counts.entry(task.column()).or_insert(0) += 1;
+        }
+    }
+    counts
 }
 
 fn write_lines<T: Serialize>(path: &Path, lines: &[T]) -> Result<(), BaselineError> {
@@ -168,8 +189,9 @@ pub fn run_eval(
         scene_questions.par_iter().try_for_each(|question| -> Result<(), BaselineError> {
             let uid = &question.question.uid;
             match answerer.answer(question, &context) {
-                Ok(prediction) => {
-                    let line = PredictionLine { uid: uid.clone(), prediction };
+                Ok(reply) => {
+                    let line =
+                        PredictionLine { uid: uid.clone(), prediction: reply.text, fallback: reply.fallback };
                     let mut json = serde_json::to_string(&line)
                         .map_err(|e| BaselineError::file(&predictions_path, e.to_string()))?;
                     json.push('\n');
@@ -262,12 +284,15 @@ mod tests {
             self.prepared.lock().map_err(|_| BaselineError::Other("lock".into()))?.push(scene.into());
             Ok(())
         }
-        fn answer(&self, question: &QuestionFile, _: &AnswerContext<'_>) -> Result<String, BaselineError> {
+        fn answer(&self, question: &QuestionFile, _: &AnswerContext<'_>) -> Result<Reply, BaselineError> {
             let uid = &question.question.uid;
             if uid.contains("bad") {
                 return Err(BaselineError::Question { uid: uid.clone(), message: "cannot".into() });
             }
-            Ok(format!("answer of {uid}"))
+            if uid.ends_with("q3") {
+                return Ok(Reply::fallback("A", "guessed"));
+            }
+            Ok(Reply::new(format!("answer of {uid}")))
         }
     }
 
@@ -289,6 +314,12 @@ mod tests {
         sorted.sort_unstable();
         assert_eq!(uids, sorted);
         assert_eq!(predictions[0].prediction, "answer of s0_q0");
+        let fallbacks: Vec<&str> =
+            predictions.iter().filter(|p| p.fallback.is_some()).map(|p| p.uid.as_str()).collect();
+        assert_eq!(fallbacks, ["s1_q3"]);
+        let plain: Vec<Question> = questions.iter().map(|q| q.question.clone()).collect();
+        let counts = fallback_counts(&plain, &predictions);
+        assert_eq!(counts.into_iter().collect::<Vec<_>>(), [(TaskId::ALL[3].column(), 1)]);
         let errors = std::fs::read_to_string(options.out_dir.join(ERRORS))?;
         assert!(errors.contains("s1_bad") && errors.contains("cannot"), "{errors}");
 

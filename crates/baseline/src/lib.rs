@@ -18,7 +18,7 @@ pub mod random;
 pub mod scene_slam;
 pub mod vlm;
 
-pub use eval::{EvalOptions, EvalSummary, PredictionLine, read_predictions, run_eval};
+pub use eval::{EvalOptions, EvalSummary, PredictionLine, fallback_counts, read_predictions, run_eval};
 pub use random::RandomAnswerer;
 pub use vlm::{MapLocation, VlmAnswerer};
 
@@ -73,6 +73,30 @@ pub trait Answerer: Send + Sync {
         Ok(())
     }
 
-    /// The raw answer text for one question: what `gst score` extracts the answer from.
-    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<String, BaselineError>;
+    /// The raw answer text for one question (what `gst score` extracts the answer from), and whether it
+    /// is a fallback.
+    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<Reply, BaselineError>;
+}
+
+/// An answerer's reply to one question.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The raw answer text.
+    pub text: String,
+    /// Why the answer is a fallback, when the answerer's method could not be applied (a current view that
+    /// does not relocalise, say) and it answered with a weaker, documented estimate instead. Fallbacks are
+    /// scored like any answer and counted per column.
+    pub fallback: Option<String>,
+}
+
+impl Reply {
+    /// A reply by the answerer's own method.
+    pub fn new(text: impl Into<String>) -> Self {
+        Reply { text: text.into(), fallback: None }
+    }
+
+    /// A fallback reply, with the reason.
+    pub fn fallback(text: impl Into<String>, reason: impl Into<String>) -> Self {
+        Reply { text: text.into(), fallback: Some(reason.into()) }
+    }
 }

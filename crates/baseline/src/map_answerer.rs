@@ -12,6 +12,12 @@
 //! - Traj: the sub-trajectory video's frames are relocalised; the path, projected through the registration
 //!   to the options' plan, is compared with each option's red line and blue start.
 //!
+//! Fallbacks (a [`Reply::fallback`] with the reason, scored like any answer and counted per column): a
+//! current view that does not relocalise takes the pose of the keyframe whose coarse layout looks most like
+//! it ([`gst_slam::Relocalizer::appearance_guess`]); a target that cannot be found (no red box located, a
+//! class the map does not have) is taken at the centre of the map's free space, 0.5 m above the floor; a
+//! sub-trajectory with fewer than two relocalised frames is drawn from its frames' appearance guesses.
+//!
 //! Depth: the question videos are mp4 without depth; generated episodes ship the exploration's TUM RGB-D
 //! export beside them (`<split>/tum/<scene>/`), and SLAM and mapping read frames, depth and calibration from
 //! it. Local-Video clips are cut from the exploration: a clip is placed in it by matching its first frame to
@@ -37,7 +43,7 @@ use gst_slam::thumbnail::Thumbnail;
 use crate::drawings::TrajectoryDrawing;
 use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
 use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
-use crate::{AnswerContext, Answerer, BaselineError};
+use crate::{AnswerContext, Answerer, BaselineError, Reply};
 
 /// Where object classes come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +88,8 @@ struct SceneMemory {
     thumbnails: Mutex<Option<Arc<Vec<Vec<u8>>>>>,
     registrations: Mutex<HashMap<PathBuf, Arc<Registration>>>,
     targets: Mutex<HashMap<PathBuf, Option<[f64; 3]>>>,
+    /// Located current views (several questions share one view), with their fallback reasons.
+    views: Mutex<HashMap<PathBuf, (Pose3, Option<String>)>>,
 }
 
 /// The geometric map answerer.
@@ -151,6 +159,7 @@ impl MapAnswerer {
             thumbnails: Mutex::new(None),
             registrations: Mutex::new(HashMap::new()),
             targets: Mutex::new(HashMap::new()),
+            views: Mutex::new(HashMap::new()),
         })
     }
 
@@ -290,28 +299,65 @@ impl MapAnswerer {
         Ok(best.map_or(0, |(_, k)| k))
     }
 
-    fn relocalize(
+    /// The camera of a question's image: relocalised, or the appearance fallback (with its reason).
+    fn locate_view(
         &self,
         memory: &SceneMemory,
         question: &QuestionFile,
         image: usize,
-    ) -> Result<Pose3, BaselineError> {
+    ) -> Result<(Pose3, Option<String>), BaselineError> {
         let path = question.image_paths().get(image).cloned().ok_or_else(|| BaselineError::Question {
             uid: question.question.uid.clone(),
             message: "no current view image".into(),
         })?;
+        if let Some(found) = lock(&memory.views)?.get(&path) {
+            return Ok(found.clone());
+        }
         let view = gst_io::read_rgb(&path)?;
-        memory.slam.relocalize(&view)?.map(|r| r.world_from_camera).ok_or_else(|| BaselineError::Question {
-            uid: question.question.uid.clone(),
-            message: "the current view could not be relocalised".into(),
-        })
+        let mut relocalizer = gst_slam::Relocalizer::new(&memory.slam.map, &memory.slam.config)?;
+        let located = match relocalizer.relocalize(&view)? {
+            Some(found) => (found.world_from_camera, None),
+            None => {
+                let (keyframe, pose) =
+                    relocalizer.appearance_guess(&view).ok_or_else(|| BaselineError::Question {
+                        uid: question.question.uid.clone(),
+                        message: "the current view could not be relocalised and the map has no keyframes"
+                            .into(),
+                    })?;
+                let reason =
+                    format!("current view not relocalised: the pose of keyframe {keyframe}, the most alike");
+                (pose, Some(reason))
+            }
+        };
+        lock(&memory.views)?.insert(path, located.clone());
+        Ok(located)
+    }
+
+    /// The question's target, or the centre of the map's free space (with the reason) when it cannot be
+    /// found.
+    fn target_or_fallback(
+        &self,
+        memory: &SceneMemory,
+        question: &QuestionFile,
+    ) -> Result<([f64; 3], Option<String>), BaselineError> {
+        match self.target(memory, question) {
+            Ok(target) => Ok((target, None)),
+            Err(BaselineError::Question { message, .. }) => {
+                let centre = free_space_centre(&memory.map).ok_or_else(|| BaselineError::Question {
+                    uid: question.question.uid.clone(),
+                    message: format!("{message}, and the map has no free space"),
+                })?;
+                Ok((centre, Some(format!("{message}: the centre of the map's free space"))))
+            }
+            Err(error) => Err(error),
+        }
     }
 
     fn trajectory_choice(
         &self,
         memory: &SceneMemory,
         question: &QuestionFile,
-    ) -> Result<String, BaselineError> {
+    ) -> Result<Reply, BaselineError> {
         let images = question.image_paths();
         let drawings: Vec<Option<TrajectoryDrawing>> = images
             .iter()
@@ -326,20 +372,35 @@ impl MapAnswerer {
         let mut reader = gst_io::video::VideoReader::open(&question.video_path())?;
         let mut relocalizer = gst_slam::Relocalizer::new(&memory.slam.map, &memory.slam.config)?;
         let mut path = Vec::new();
+        let mut guessed = Vec::new();
         let mut k = 0usize;
+        let pixel = |pose: &Pose3| {
+            let t = pose.translation();
+            registration.pixel_from_world([t.x, t.y, t.z])
+        };
         while let Some(frame) = reader.next_frame()? {
-            if k.is_multiple_of(self.config.trajectory_frame_step.max(1))
-                && let Some(found) = relocalizer.relocalize(&frame)?
-            {
-                let t = found.world_from_camera.translation();
-                path.push(registration.pixel_from_world([t.x, t.y, t.z]));
+            if k.is_multiple_of(self.config.trajectory_frame_step.max(1)) {
+                match relocalizer.relocalize(&frame)? {
+                    Some(found) => path.push(pixel(&found.world_from_camera)),
+                    None => {
+                        guessed.extend(relocalizer.appearance_guess(&frame).map(|(_, pose)| pixel(&pose)))
+                    }
+                }
             }
             k += 1;
+        }
+        let mut fallback = None;
+        if path.len() < 2 {
+            fallback = Some(format!(
+                "{} frames of the sub-trajectory relocalised: the path of their appearance guesses",
+                path.len()
+            ));
+            path = guessed;
         }
         if path.len() < 2 {
             return Err(BaselineError::Question {
                 uid: question.question.uid.clone(),
-                message: format!("only {} frames of the sub-trajectory were relocalised", path.len()),
+                message: "the sub-trajectory video has fewer than two usable frames".into(),
             });
         }
         let best = drawings
@@ -348,7 +409,7 @@ impl MapAnswerer {
             .filter_map(|(k, d)| d.as_ref().map(|d| (d.mismatch(&path), k)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .map_or(0, |(_, k)| k);
-        Ok(letter(best))
+        Ok(Reply { text: letter(best), fallback })
     }
 }
 
@@ -376,7 +437,7 @@ impl Answerer for MapAnswerer {
         Ok(())
     }
 
-    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<String, BaselineError> {
+    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<Reply, BaselineError> {
         let memory = self.scene(question, context)?;
         let task = question.question.task;
         let uid = &question.question.uid;
@@ -385,40 +446,45 @@ impl Answerer for MapAnswerer {
             | TaskId::EgocentricDirectionSemantic
             | TaskId::EgocentricDistanceVisual
             | TaskId::EgocentricDistanceSemantic => {
-                let target = self.target(&memory, question)?;
-                let camera = self.relocalize(&memory, question, 0)?;
+                let (target, target_fallback) = self.target_or_fallback(&memory, question)?;
+                let (camera, view_fallback) = self.locate_view(&memory, question, 0)?;
                 let (angle, distance) = egocentric(&camera, &Point3::from(target));
-                Ok(
-                    if matches!(task, TaskId::EgocentricDirectionVisual | TaskId::EgocentricDirectionSemantic)
-                    {
-                        angle.to_string()
-                    } else {
-                        metres_text(distance)
-                    },
-                )
+                let text = if matches!(
+                    task,
+                    TaskId::EgocentricDirectionVisual | TaskId::EgocentricDirectionSemantic
+                ) {
+                    angle.to_string()
+                } else {
+                    metres_text(distance)
+                };
+                Ok(Reply { text, fallback: joined(target_fallback, view_fallback) })
             }
             TaskId::GlobalPositionVisual | TaskId::GlobalPositionSemantic => {
-                let target = self.target(&memory, question)?;
+                let (target, fallback) = self.target_or_fallback(&memory, question)?;
                 let plan =
                     question.image_paths().first().cloned().ok_or_else(|| missing(uid, "top-down image"))?;
                 let registration = self.registration(&memory, &plan)?;
                 let pixel = registration.pixel_from_world(target);
-                Ok(point_text(pixel, registration.image_width, registration.image_height))
+                Ok(Reply {
+                    text: point_text(pixel, registration.image_width, registration.image_height),
+                    fallback,
+                })
             }
             TaskId::SelfPosition | TaskId::SelfOrientation => {
                 // Images: the current view, then the top-down (as the generator writes them).
                 let images = question.image_paths();
                 let (view, plan) = current_view_and_plan(&images)?
                     .ok_or_else(|| missing(uid, "current view and top-down"))?;
-                let camera = self.relocalize(&memory, question, view)?;
+                let (camera, fallback) = self.locate_view(&memory, question, view)?;
                 let registration = self.registration(&memory, &images[plan])?;
-                if task == TaskId::SelfPosition {
+                let text = if task == TaskId::SelfPosition {
                     let t = camera.translation();
                     let pixel = registration.pixel_from_world([t.x, t.y, t.z]);
-                    Ok(point_text(pixel, registration.image_width, registration.image_height))
+                    point_text(pixel, registration.image_width, registration.image_height)
                 } else {
-                    Ok(wrap_deg(registration.heading_deg_from_world(&camera)).to_string())
-                }
+                    wrap_deg(registration.heading_deg_from_world(&camera)).to_string()
+                };
+                Ok(Reply { text, fallback })
             }
             TaskId::TopdownSelectionEasy | TaskId::TopdownSelectionMedium | TaskId::TopdownSelectionHard => {
                 let mut best = (f64::NEG_INFINITY, 0);
@@ -428,11 +494,40 @@ impl Answerer for MapAnswerer {
                         best = (score, k);
                     }
                 }
-                Ok(letter(best.1))
+                Ok(Reply::new(letter(best.1)))
             }
             TaskId::TrajectorySelection => self.trajectory_choice(&memory, question),
         }
     }
+}
+
+/// Both fallback reasons, when there are two.
+fn joined(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The centre of the map's free cells, 0.5 m above the estimated floor, in the poses' world.
+fn free_space_centre(map: &SemanticMap) -> Option<[f64; 3]> {
+    let g = &map.occupancy.frame;
+    let mut sum = [0.0f64; 2];
+    let mut count = 0usize;
+    for (i, state) in map.occupancy.cells.iter().enumerate() {
+        if *state == gst_map::CellState::Free {
+            let c = g.world_from_cell((i % g.width as usize) as u32, (i / g.width as usize) as u32);
+            sum = [sum[0] + c[0], sum[1] + c[1]];
+            count += 1;
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    let n = count as f64;
+    let centre = Point3::new(sum[0] / n, sum[1] / n, map.occupancy.floor_z_m + 0.5);
+    let p = map.map_from_world.inverse().transform_point(&centre);
+    Some([p.x, p.y, p.z])
 }
 
 fn missing(uid: &str, what: &str) -> BaselineError {

@@ -7,7 +7,7 @@ use gst_core::question::POINT_MAX;
 use gst_core::{Answer, AnswerKind};
 use gst_io::gst::QuestionFile;
 
-use crate::{AnswerContext, Answerer, BaselineError};
+use crate::{AnswerContext, Answerer, BaselineError, Reply};
 
 /// Guesses uniformly: angles in [-180, 180], distances in [0, 11] m, points in [0, 999]², letters A–D.
 /// Each question's guess depends only on the seed and its uid, so it does not depend on the order or
@@ -41,9 +41,9 @@ impl Answerer for RandomAnswerer {
         "random".into()
     }
 
-    fn answer(&self, question: &QuestionFile, _context: &AnswerContext<'_>) -> Result<String, BaselineError> {
+    fn answer(&self, question: &QuestionFile, _context: &AnswerContext<'_>) -> Result<Reply, BaselineError> {
         let question = &question.question;
-        Ok(self.guess(question.task.answer_kind(), &question.uid).to_string())
+        Ok(Reply::new(self.guess(question.task.answer_kind(), &question.uid).to_string()))
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use gst_io::gst::QuestionFile;
 use gst_vlm::{MapContext, PromptConfig, PromptMode, Vlm, build_request};
 
-use crate::{AnswerContext, Answerer, BaselineError};
+use crate::{AnswerContext, Answerer, BaselineError, Reply};
 
 /// Where the `map` modes find a scene's map: a directory holding `semantic.png` and `scene_graph.json`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -68,13 +68,13 @@ impl Answerer for VlmAnswerer {
         format!("vlm-{}:{}", self.mode, self.vlm.name())
     }
 
-    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<String, BaselineError> {
+    fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<Reply, BaselineError> {
         let map = if self.mode.needs_map() {
             Some(MapContext::load(&self.map_dir(&question.question.scene, context))?)
         } else {
             None
         };
         let request = build_request(question, self.mode, &self.prompt, map.as_ref())?;
-        Ok(self.vlm.generate(&request)?.text)
+        Ok(Reply::new(self.vlm.generate(&request)?.text))
     }
 }

@@ -4,12 +4,13 @@
 //! --json` prints them; `OUT/errors.jsonl` lists questions the answerer failed on (scored as wrong, tried
 //! again on the next run); `OUT/cache/` keeps per-video work (maps) between runs.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use gst_baseline::eval::{EvalEvent, EvalOptions, PREDICTIONS, run_eval};
+use gst_baseline::eval::{EvalEvent, EvalOptions, EvalSummary, PREDICTIONS, run_eval};
 use gst_baseline::{Answerer, RandomAnswerer};
 use gst_bench::{PaperTable, Predictions, ScoreTables, score};
 use gst_io::{QuestionReadOptions, read_bench_questions};
@@ -78,9 +79,6 @@ pub struct EvalArgs {
 pub const VLM_RESPONSE_CACHE: &str = "cache/vlm-responses";
 
 pub fn run(args: &EvalArgs) -> Result<()> {
-    let paper = PaperTable::embedded()?;
-    let files = read_bench_questions(&args.bench, QuestionReadOptions { check_files: true })?;
-    anyhow::ensure!(!files.is_empty(), "{}: no question files", args.bench.display());
     let mut vlm: Option<Arc<dyn Vlm>> = None;
     let answerer: Box<dyn Answerer> = match args.answerer {
         AnswererKind::Random => Box::new(RandomAnswerer { seed: args.seed }),
@@ -89,33 +87,66 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             vlm = Some(Arc::clone(&model));
             Box::new(args.vlm.answerer(model)?)
         }
-        AnswererKind::Map => {
-            use gst_baseline::map_answerer::{MapAnswerer, MapAnswererConfig, ObjectPerception};
-            use gst_baseline::scene_slam::PoseSource;
-            Box::new(MapAnswerer::new(MapAnswererConfig {
-                poses: match args.poses {
-                    PosesArg::Slam => PoseSource::Slam,
-                    PosesArg::Groundtruth => PoseSource::OracleGroundTruth,
-                },
-                perception: match args.perception {
-                    PerceptionArg::Marked => ObjectPerception::Marked,
-                    PerceptionArg::Oracle => ObjectPerception::Oracle,
-                },
-                ..MapAnswererConfig::default()
-            }))
-        }
+        AnswererKind::Map => Box::new(map_answerer(args.poses, args.perception)),
     };
     let name = args.name.clone().unwrap_or_else(|| answerer.name());
+    let outcome = evaluate(&args.bench, &args.out, answerer.as_ref(), &name)?;
+    if let Some(vlm) = &vlm {
+        // The cost and time summary of a VLM run, on stderr so that stdout stays the table.
+        eprintln!("{}: {} in {:.1} s", vlm.name(), vlm.stats(), outcome.summary.seconds);
+    }
+    let text = if args.json { outcome.json } else { outcome.text };
+    #[allow(clippy::print_stdout)] // the command's report
+    {
+        print!("{text}");
+    }
+    Ok(())
+}
 
+/// The map answerer of a pose source and a perception.
+pub fn map_answerer(poses: PosesArg, perception: PerceptionArg) -> gst_baseline::map_answerer::MapAnswerer {
+    use gst_baseline::map_answerer::{MapAnswerer, MapAnswererConfig, ObjectPerception};
+    use gst_baseline::scene_slam::PoseSource;
+    MapAnswerer::new(MapAnswererConfig {
+        poses: match poses {
+            PosesArg::Slam => PoseSource::Slam,
+            PosesArg::Groundtruth => PoseSource::OracleGroundTruth,
+        },
+        perception: match perception {
+            PerceptionArg::Marked => ObjectPerception::Marked,
+            PerceptionArg::Oracle => ObjectPerception::Oracle,
+        },
+        ..MapAnswererConfig::default()
+    })
+}
+
+/// What an evaluation produced.
+#[derive(Debug)]
+pub struct EvalOutcome {
+    pub tables: ScoreTables,
+    /// Fallback answers per column.
+    pub fallbacks: BTreeMap<&'static str, usize>,
+    pub summary: EvalSummary,
+    /// `scores.json` as written.
+    pub json: String,
+    /// The text report: the tables and the fallback line.
+    pub text: String,
+}
+
+/// Runs `answerer` over a split (resumably, with a progress bar), scores it and writes `OUT/scores.json`.
+pub fn evaluate(bench: &Path, out: &Path, answerer: &dyn Answerer, name: &str) -> Result<EvalOutcome> {
+    let paper = PaperTable::embedded()?;
+    let files = read_bench_questions(bench, QuestionReadOptions { check_files: true })?;
+    anyhow::ensure!(!files.is_empty(), "{}: no question files", bench.display());
     let bar = crate::progress::bar(files.len() as u64, "answering");
     let on_event = |event: EvalEvent<'_>| match event {
         EvalEvent::Started { reused, .. } => bar.inc(reused as u64),
         EvalEvent::Preparing { scene, .. } => bar.set_message(scene.to_string()),
         EvalEvent::Answered { .. } => bar.inc(1),
     };
-    let options = EvalOptions { out_dir: args.out.clone(), cache_dir: None };
-    let summary = run_eval(&files, &args.bench, answerer.as_ref(), &options, &on_event)
-        .with_context(|| format!("evaluating {} on {}", name, args.bench.display()))?;
+    let options = EvalOptions { out_dir: out.to_path_buf(), cache_dir: None };
+    let summary = run_eval(&files, bench, answerer, &options, &on_event)
+        .with_context(|| format!("evaluating {} on {}", name, bench.display()))?;
     bar.finish_and_clear();
     tracing::info!(
         "{} questions: {} answered now, {} kept from an earlier run, {} failed, {:.1} s",
@@ -125,31 +156,45 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         summary.failed,
         summary.seconds
     );
-    if let Some(vlm) = &vlm {
-        // The cost and time summary of a VLM run, on stderr so that stdout stays the table.
-        eprintln!("{}: {} in {:.1} s", vlm.name(), vlm.stats(), summary.seconds);
-    }
     if summary.failed > 0 {
         tracing::warn!(
             "{} questions failed (scored as wrong; see {})",
             summary.failed,
-            args.out.join(gst_baseline::eval::ERRORS).display()
+            out.join(gst_baseline::eval::ERRORS).display()
         );
     }
 
     let questions: Vec<_> = files.into_iter().map(|file| file.question).collect();
-    let predictions_path = args.out.join(PREDICTIONS);
+    let predictions_path = out.join(PREDICTIONS);
     let predictions = Predictions::read(&predictions_path)?;
     let report =
         score(&questions, &predictions).with_context(|| format!("scoring {}", predictions_path.display()))?;
-    let tables = ScoreTables::new(&report, &paper, &name);
-    let mut json = serde_json::to_string_pretty(&tables).context("serialising the tables")?;
-    json.push('\n');
-    gst_io::atomic_write(&args.out.join("scores.json"), json.as_bytes())?;
-    let text = if args.json { json } else { tables.to_string() };
-    #[allow(clippy::print_stdout)] // the command's report
-    {
-        print!("{text}");
+    let tables = ScoreTables::new(&report, &paper, name);
+    // Fallback answers (a current view that did not relocalise, a target not found) are scored as given and
+    // counted per column, so that a table shows how much of a column rests on them.
+    let lines = gst_baseline::read_predictions(&predictions_path)?;
+    let fallbacks = gst_baseline::fallback_counts(&questions, &lines);
+    let mut value = serde_json::to_value(&tables).context("serialising the tables")?;
+    if let serde_json::Value::Object(fields) = &mut value {
+        fields.insert("fallbacks".into(), serde_json::to_value(&fallbacks).context("serialising fallbacks")?);
     }
-    Ok(())
+    let mut json = serde_json::to_string_pretty(&value).context("serialising the tables")?;
+    json.push('\n');
+    gst_io::atomic_write(&out.join("scores.json"), json.as_bytes())?;
+    let text = format!("{tables}{}", fallback_line(&fallbacks));
+    Ok(EvalOutcome { tables, fallbacks, summary, json, text })
+}
+
+/// "fallback answers: Pos 2, Ori 2" (or that there were none), for the end of the text report.
+pub fn fallback_line(fallbacks: &std::collections::BTreeMap<&str, usize>) -> String {
+    if fallbacks.is_empty() {
+        return "fallback answers: none\n".into();
+    }
+    // Paper column order.
+    let parts: Vec<String> = gst_core::TaskId::ALL
+        .iter()
+        .map(|t| t.column())
+        .filter_map(|c| fallbacks.get(c).map(|n| format!("{c} {n}")))
+        .collect();
+    format!("fallback answers (scored as given): {}\n", parts.join(", "))
 }

@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 
-use gst_bench::generate::{GenerateConfig, run_job, scene_jobs, write_manifest};
+use gst_bench::generate::{GenerateConfig, Manifest, run_job, scene_jobs, write_manifest};
+use gst_sim::library::FurnitureLibrary;
 
 use crate::progress;
 use crate::scene_cmd::FurnitureArgs;
@@ -32,28 +33,24 @@ pub struct GenerateArgs {
     pub furniture: FurnitureArgs,
 }
 
-pub fn run(args: &GenerateArgs) -> Result<()> {
-    if args.scenes + args.train_scenes == 0 {
-        bail!("nothing to generate: --scenes and --train-scenes are both 0");
-    }
-    let config: GenerateConfig = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config {}", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("malformed generate config {}", path.display()))?
-        }
-        None => GenerateConfig::default(),
-    };
+/// Builds (or resumes) a benchmark in `out`: scenes in parallel with a progress bar; the manifest is
+/// written when every scene is done.
+pub fn generate(
+    out: &std::path::Path,
+    scenes: usize,
+    train_scenes: usize,
+    seed: u64,
+    config: &GenerateConfig,
+    library: &FurnitureLibrary,
+) -> Result<Manifest> {
     config.scene.validate().context("invalid scene settings")?;
-    let library = args.furniture.library()?;
-    let jobs = scene_jobs(args.scenes, args.train_scenes, args.seed);
+    let jobs = scene_jobs(scenes, train_scenes, seed);
     let bar = progress::bar(jobs.len() as u64, "scenes");
     let failures = Mutex::new(Vec::new());
     let records: Vec<_> = jobs
         .par_iter()
         .filter_map(|job| {
-            let result = run_job(&args.out, job, &config, &library);
+            let result = run_job(out, job, config, library);
             bar.inc(1);
             match result {
                 Ok(record) => Some((job.clone(), record)),
@@ -71,7 +68,24 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     if !failures.is_empty() {
         bail!("{} scene(s) failed (rerun to resume):\n  {}", failures.len(), failures.join("\n  "));
     }
-    let manifest = write_manifest(&args.out, args.seed, &config, &library, &records)?;
+    Ok(write_manifest(out, seed, config, library, &records)?)
+}
+
+pub fn run(args: &GenerateArgs) -> Result<()> {
+    if args.scenes + args.train_scenes == 0 {
+        bail!("nothing to generate: --scenes and --train-scenes are both 0");
+    }
+    let config: GenerateConfig = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("malformed generate config {}", path.display()))?
+        }
+        None => GenerateConfig::default(),
+    };
+    let library = args.furniture.library()?;
+    let manifest = generate(&args.out, args.scenes, args.train_scenes, args.seed, &config, &library)?;
     #[allow(clippy::print_stdout)] // the command's report
     for (split, counts) in &manifest.questions {
         let total: usize = counts.values().sum();

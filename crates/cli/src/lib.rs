@@ -5,10 +5,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod baselines_cmd;
 mod bench;
 mod bench_map;
 mod bench_reloc;
 mod bench_slam;
+mod demo_cmd;
+mod demo_viz;
 mod eval_cmd;
 mod generate_cmd;
 mod map_cmd;
@@ -43,8 +46,8 @@ enum Command {
     Render(render_cmd::RenderArgs),
     /// Benchmarks against named peers (`gst bench render`, `gst bench slam`).
     Bench(bench::BenchArgs),
-    /// The demo that `make demo` runs.
-    Demo(scene_cmd::DemoArgs),
+    /// What `make demo` runs: generate 2 houses, SLAM, semantic map, answer every question, print the table.
+    Demo(demo_cmd::DemoArgs),
     /// Build a GST-style benchmark: houses, exploration videos, the twelve subtasks (resumable, parallel).
     Generate(generate_cmd::GenerateArgs),
     /// Score predictions (JSON lines of uid and raw model output) on a benchmark split: the paper's table.
@@ -55,6 +58,8 @@ enum Command {
     Slam(slam_cmd::SlamArgs),
     /// Answer a benchmark split with a model (resumable), score it and print the paper's table.
     Eval(eval_cmd::EvalArgs),
+    /// Every baseline of baselines/*.json on one split, and baselines/RESULTS.md beside the paper's rows.
+    Baselines(baselines_cmd::BaselinesArgs),
     /// The semantic map of a recording (SLAM, then occupancy, rooms, room graph, objects): map.json,
     /// scene_graph.json, occupancy.png, semantic.png, trajectory.tum.
     Map(map_cmd::MapArgs),
@@ -82,12 +87,13 @@ pub fn main() -> ExitCode {
         Command::Scene(args) => scene_cmd::run_scene(&args),
         Command::Render(args) => render_cmd::run(&args),
         Command::Bench(args) => bench::run(&args),
-        Command::Demo(args) => scene_cmd::run_demo(&args),
+        Command::Demo(args) => demo_cmd::run(&args),
         Command::Generate(args) => generate_cmd::run(&args),
         Command::Score(args) => score_cmd::run(&args),
         Command::TrajEval(args) => traj_eval_cmd::run(&args),
         Command::Slam(args) => slam_cmd::run(&args),
         Command::Eval(args) => eval_cmd::run(&args),
+        Command::Baselines(args) => baselines_cmd::run(&args),
         Command::Map(args) => map_cmd::run(&args),
         Command::MapEval(args) => map_eval_cmd::run(&args),
     };

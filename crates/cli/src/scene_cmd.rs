@@ -1,9 +1,9 @@
-//! `gst scene` and `gst demo`: generate a house and write its document, top-downs and a few views.
+//! `gst scene`: generate a house and write its document, top-downs and a few views.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use rand::SeedableRng;
 use serde::Serialize;
 
@@ -53,16 +53,6 @@ impl FurnitureArgs {
         }
         Ok(FurnitureLibrary::open(self.catalog.as_deref())?)
     }
-}
-
-#[derive(Debug, clap::Args)]
-pub struct DemoArgs {
-    /// Output directory.
-    #[arg(long, default_value = "out/demo")]
-    pub out: PathBuf,
-    /// Seed of the demo house.
-    #[arg(long, default_value_t = 7)]
-    pub seed: u64,
 }
 
 /// The `topdown.json` document: how to go between world coordinates, pixels and `<point>x y</point>`.
@@ -176,14 +166,4 @@ fn print_summary(summary: &SceneSummary, out: &Path) {
         );
         println!("  written to {} in {:.1} s", out.display(), summary.seconds);
     }
-}
-
-pub fn run_demo(args: &DemoArgs) -> Result<()> {
-    if args.out.as_os_str().is_empty() {
-        bail!("--out must not be empty");
-    }
-    let library = FurnitureLibrary::open(None)?;
-    let summary = write_scene_bundle(args.seed, &SceneConfig::default(), &library, &args.out, 4)?;
-    print_summary(&summary, &args.out);
-    Ok(())
 }

@@ -2,7 +2,9 @@
 //! top-downs): the similarity `image_from_map` (rotation, uniform scale, translation; no mirror) found by an
 //! exhaustive coarse search over rotation x scale x translation on the chamfer distance between the map's
 //! free-space boundary and the image's, then refined by a local search; scored by the Dice overlap of the
-//! free areas in [0, 1], which separates the true plan from other plans.
+//! free areas in [0, 1], which separates the true plan from other plans. The coarse search runs in two
+//! levels: every rotation and scale on a sparse translation grid with few points and a wider chamfer cap
+//! (a wide basin), then a dense translation grid around the best of those.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -15,7 +17,10 @@ use crate::{MapError, SemanticMap};
 
 /// Chamfer distances are truncated here, pixels (robust to unexplored parts and clutter).
 const CHAMFER_CAP_PX: f32 = 10.0;
-/// Boundary points used in the coarse search / the refinement.
+/// The first coarse level's cap: wider, so that a pose between its grid points still scores well.
+const SPARSE_CHAMFER_CAP_PX: f32 = 16.0;
+/// Boundary points of the first coarse level / the second coarse level / the refinement.
+const SPARSE_POINTS: usize = 120;
 const COARSE_POINTS: usize = 250;
 const FINE_POINTS: usize = 1500;
 /// Free-area points used for the score.
@@ -24,9 +29,13 @@ const SCORE_POINTS: usize = 4000;
 const COARSE_ROTATION_DEG: f64 = 3.0;
 /// Coarse scale factors around the area-based initial guess.
 const COARSE_SCALES: [f64; 9] = [0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2];
-/// Coarse translation search: ± this many pixels around the centroid alignment, in steps of...
+/// Coarse translation search: ± this many pixels around the centroid alignment, in steps of... (first
+/// level), then ± `DENSE_SHIFT_PX` in steps of `DENSE_SHIFT_STEP_PX` around the best `DENSE_CANDIDATES`.
 const COARSE_SHIFT_PX: i32 = 48;
-const COARSE_SHIFT_STEP_PX: i32 = 4;
+const COARSE_SHIFT_STEP_PX: i32 = 8;
+const DENSE_SHIFT_PX: i32 = 6;
+const DENSE_SHIFT_STEP_PX: i32 = 2;
+const DENSE_CANDIDATES: usize = 48;
 /// How far into a non-free neighbour the map's free boundary is placed, cells (0.5 = the cell edge).
 const BOUNDARY_OFFSET_CELLS: f64 = 0.75;
 /// Candidates refined.
@@ -127,13 +136,17 @@ struct Target {
 
 impl Target {
     fn chamfer(&self, t: &Similarity2, points: &[[f64; 2]]) -> f64 {
+        self.chamfer_capped(t, points, CHAMFER_CAP_PX)
+    }
+
+    fn chamfer_capped(&self, t: &Similarity2, points: &[[f64; 2]], cap: f32) -> f64 {
         let mut sum = 0.0f64;
         for p in points {
             let [u, v] = t.apply(*p);
             let d = if u >= 0.0 && v >= 0.0 && (u as usize) < self.width && (v as usize) < self.height {
-                self.boundary_dt[v as usize * self.width + u as usize].min(CHAMFER_CAP_PX)
+                self.boundary_dt[v as usize * self.width + u as usize].min(cap)
             } else {
-                CHAMFER_CAP_PX
+                cap
             };
             sum += f64::from(d);
         }
@@ -209,35 +222,37 @@ pub fn register(map: &SemanticMap, topdown: &Image<u8>) -> Result<Registration, 
     let scale0 = (white_count as f64 / map_area).sqrt();
     let map_centroid = centroid(&free_points);
     let image_centroid = centroid(&target.white_pixels);
+    let sparse = subsample(&map_boundary, SPARSE_POINTS);
     let coarse = subsample(&map_boundary, COARSE_POINTS);
 
     let rotations: Vec<f64> = (0..(360.0 / COARSE_ROTATION_DEG) as usize)
         .map(|k| (k as f64 * COARSE_ROTATION_DEG).to_radians())
         .collect();
-    let mut candidates: Vec<(f64, Similarity2)> = rotations
+    // First level: the best sparse-grid translation of every rotation and scale.
+    let mut sparse_best: Vec<(f64, Similarity2)> = rotations
         .par_iter()
         .flat_map_iter(|&theta| {
             let target = &target;
-            let coarse = &coarse;
+            let sparse = &sparse;
             COARSE_SCALES.iter().map(move |&f| {
                 let s = scale0 * f;
                 let base = Similarity2 { scale: s, rotation_rad: theta, translation_px: [0.0, 0.0] };
                 let c = base.apply(map_centroid);
                 let t0 = [image_centroid[0] - c[0], image_centroid[1] - c[1]];
-                let mut best = (f64::INFINITY, base);
-                for dy in (-COARSE_SHIFT_PX..=COARSE_SHIFT_PX).step_by(COARSE_SHIFT_STEP_PX as usize) {
-                    for dx in (-COARSE_SHIFT_PX..=COARSE_SHIFT_PX).step_by(COARSE_SHIFT_STEP_PX as usize) {
-                        let t = Similarity2 {
-                            translation_px: [t0[0] + f64::from(dx), t0[1] + f64::from(dy)],
-                            ..base
-                        };
-                        let cost = target.chamfer(&t, coarse);
-                        if cost < best.0 {
-                            best = (cost, t);
-                        }
-                    }
-                }
-                best
+                best_shift(base, t0, COARSE_SHIFT_PX, COARSE_SHIFT_STEP_PX, |t| {
+                    target.chamfer_capped(t, sparse, SPARSE_CHAMFER_CAP_PX)
+                })
+            })
+        })
+        .collect();
+    sparse_best.sort_by(|a, b| a.0.total_cmp(&b.0));
+    sparse_best.truncate(DENSE_CANDIDATES);
+    // Second level: a dense translation grid around each of the best.
+    let mut candidates: Vec<(f64, Similarity2)> = sparse_best
+        .par_iter()
+        .map(|(_, start)| {
+            best_shift(*start, start.translation_px, DENSE_SHIFT_PX, DENSE_SHIFT_STEP_PX, |t| {
+                target.chamfer(t, &coarse)
             })
         })
         .collect();
@@ -281,6 +296,27 @@ pub fn register(map: &SemanticMap, topdown: &Image<u8>) -> Result<Registration, 
     })
 }
 
+/// The translation on a square grid (± `range` pixels around `t0`, in `step`s) of least cost.
+fn best_shift(
+    base: Similarity2,
+    t0: [f64; 2],
+    range: i32,
+    step: i32,
+    cost: impl Fn(&Similarity2) -> f64,
+) -> (f64, Similarity2) {
+    let mut best = (f64::INFINITY, Similarity2 { translation_px: t0, ..base });
+    for dy in (-range..=range).step_by(step as usize) {
+        for dx in (-range..=range).step_by(step as usize) {
+            let t = Similarity2 { translation_px: [t0[0] + f64::from(dx), t0[1] + f64::from(dy)], ..base };
+            let c = cost(&t);
+            if c < best.0 {
+                best = (c, t);
+            }
+        }
+    }
+    best
+}
+
 fn centroid(points: &[[f64; 2]]) -> [f64; 2] {
     let n = points.len().max(1) as f64;
     points.iter().fold([0.0, 0.0], |a, p| [a[0] + p[0] / n, a[1] + p[1] / n])
@@ -290,6 +326,7 @@ fn centroid(points: &[[f64; 2]]) -> [f64; 2] {
 fn refine(target: &Target, points: &[[f64; 2]], start: Similarity2) -> Similarity2 {
     let mut best = start;
     let mut cost = target.chamfer(&best, points);
+    let centre = centroid(points);
     let mut steps = [1.5f64.to_radians(), 0.02, 2.0, 2.0];
     for _ in 0..8 {
         let mut improved = true;
@@ -306,8 +343,7 @@ fn refine(target: &Target, points: &[[f64; 2]], start: Similarity2) -> Similarit
                     }
                     // Rotation and scale move about the points' centre: keep it fixed in the image.
                     if k < 2 {
-                        let c = centroid(points);
-                        let (before, after) = (best.apply(c), t.apply(c));
+                        let (before, after) = (best.apply(centre), t.apply(centre));
                         t.translation_px[0] += before[0] - after[0];
                         t.translation_px[1] += before[1] - after[1];
                     }

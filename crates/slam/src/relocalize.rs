@@ -234,6 +234,26 @@ impl<'a> Relocalizer<'a> {
         Ok(best)
     }
 
+    /// A fallback when [`Self::relocalize`] verifies nothing: the pose of the keyframe whose coarse layout
+    /// looks most like the image (place recognition by appearance alone, no geometry). Usually the right
+    /// room, often the right side of it; its heading is the keyframe's. `None` only for a map without
+    /// keyframes or an image of the wrong size.
+    pub fn appearance_guess(&self, image: &RgbImage) -> Option<(u32, Pose3)> {
+        let camera = &self.map.camera;
+        if (image.width(), image.height()) != (camera.width, camera.height) {
+            return None;
+        }
+        let query = layout(&Thumbnail::new(camera, image, None, (0.0, f32::INFINITY)));
+        let (_, best) = self
+            .layouts
+            .iter()
+            .enumerate()
+            .map(|(k, l)| (l.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>(), k))
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))?;
+        let keyframe = self.map.keyframes.get(best)?;
+        Some((keyframe.id, Pose3(keyframe.world_from_camera)))
+    }
+
     /// Relocalises `image` starting from a prior pose (guided matching around it, optimisation, photometric
     /// check), without place recognition: for images whose pose is roughly known.
     pub fn relocalize_near(

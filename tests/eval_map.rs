@@ -1,0 +1,109 @@
+//! `gst eval --answerer map` end to end: one small generated house, SLAM, the semantic map and the
+//! geometric answerer over every subtask; the scores must beat the paper's random row on every column.
+//! Object classes come from the export's instance masks (`--perception oracle`, named so in the row), so
+//! that the semantic columns measure the map rather than a detector.
+
+mod common;
+
+use std::path::Path;
+
+use common::run;
+
+/// A 3–4 room house explored for 40–50 s at 10 fps, primitive furniture, every subtask.
+const SMALL_CONFIG: &str = r#"{
+  "scene": { "plan": { "min_rooms": 3, "max_rooms": 4 } },
+  "explore": { "duration_s": [40.0, 50.0] },
+  "current_views": 3,
+  "visual_targets": 1,
+  "semantic_targets": 1,
+  "trajectory_questions": 1,
+  "topdown_questions": 1
+}"#;
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap_or_default()
+}
+
+#[test]
+fn the_map_baseline_beats_random_guessing_on_every_column() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("small.json");
+    std::fs::write(&config, SMALL_CONFIG)?;
+    let data = dir.path().join("data");
+    let output = run(&[
+        "generate",
+        "--scenes",
+        "1",
+        "--seed",
+        "5",
+        "--out",
+        path(&data),
+        "--config",
+        path(&config),
+        "--primitives",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let out = dir.path().join("eval");
+    let bench = data.join("bench");
+    let output = run(&[
+        "eval",
+        "--bench",
+        path(&bench),
+        "--answerer",
+        "map",
+        "--perception",
+        "oracle",
+        "--out",
+        path(&out),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let scores: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    assert_eq!(
+        scores,
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(out.join("scores.json"))?)?
+    );
+    let rows = scores["main"]["rows"].as_array().ok_or_else(|| anyhow::anyhow!("no rows: {scores}"))?;
+    let ours =
+        rows.iter().find(|r| r["source"] == "ours").ok_or_else(|| anyhow::anyhow!("no row of ours"))?;
+    let random = rows
+        .iter()
+        .find(|r| r["model"] == "Random Guessing")
+        .ok_or_else(|| anyhow::anyhow!("no random row"))?;
+    assert!(ours["model"].as_str().unwrap_or_default().contains("oracle"), "{ours}");
+    let columns = scores["main"]["columns"].as_array().ok_or_else(|| anyhow::anyhow!("no columns"))?;
+    let mut checked = 0;
+    for column in columns.iter().filter_map(|c| c.as_str()) {
+        let questions = ours["questions"][column].as_u64().unwrap_or(0);
+        if column == "Avg" || questions == 0 {
+            continue;
+        }
+        let (score, chance) = (ours["scores"][column].as_f64(), random["scores"][column].as_f64());
+        let (Some(score), Some(chance)) = (score, chance) else {
+            anyhow::bail!("{column}: no score in {scores}")
+        };
+        assert!(score > chance, "{column}: {score} on {questions} questions, random {chance}\n{scores}");
+        checked += 1;
+    }
+    assert_eq!(checked, 12, "every column has questions: {scores}");
+
+    // One prediction per question, and a rerun answers nothing again.
+    let predictions = std::fs::read_to_string(out.join("predictions.jsonl"))?;
+    let questions = std::fs::read_dir(bench.join("questions"))?.count();
+    assert_eq!(predictions.lines().count(), questions);
+    let output = run(&[
+        "eval",
+        "--bench",
+        path(&bench),
+        "--answerer",
+        "map",
+        "--perception",
+        "oracle",
+        "--out",
+        path(&out),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    assert_eq!(std::fs::read_to_string(out.join("predictions.jsonl"))?, predictions);
+    Ok(())
+}
