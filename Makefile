@@ -13,7 +13,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map build
+.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench  renderer throughput against Open3D's RaycastingScene"
 	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
+	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
 
 setup: setup-apt setup-venv
@@ -76,3 +77,10 @@ bench-slam: setup-bench build
 bench-map: build
 	test -d out/bench-map/data/bench || $(GST) generate --scenes 3 --seed 1 --out out/bench-map/data --config scripts/bench-map-generate.json
 	$(GST) bench map --split out/bench-map/data/bench --out out/bench-map
+
+# The fixed 20-scene bench of baselines/RESULTS.md (seed 2026, baselines/bench-generate.json), then every
+# baseline configuration on it. Generated data and eval outputs are cached in out/baselines/ (resumable).
+BASELINES_DATA := out/baselines/data
+baselines: build
+	$(GST) generate --scenes 20 --seed 2026 --out $(BASELINES_DATA) --config baselines/bench-generate.json
+	source $(VENV)/env.sh && $(GST) baselines --bench $(BASELINES_DATA)/bench --out out/baselines/eval

@@ -314,7 +314,7 @@ impl MapAnswerer {
             return Ok(found.clone());
         }
         let view = gst_io::read_rgb(&path)?;
-        let mut relocalizer = gst_slam::Relocalizer::new(&memory.slam.map, &memory.slam.config)?;
+        let mut relocalizer = memory.slam.relocalizer()?;
         let located = match relocalizer.relocalize(&view)? {
             Some(found) => (found.world_from_camera, None),
             None => {
@@ -370,7 +370,7 @@ impl MapAnswerer {
         })?;
         let registration = self.registration(memory, plan)?;
         let mut reader = gst_io::video::VideoReader::open(&question.video_path())?;
-        let mut relocalizer = gst_slam::Relocalizer::new(&memory.slam.map, &memory.slam.config)?;
+        let mut relocalizer = memory.slam.relocalizer()?;
         let mut path = Vec::new();
         let mut guessed = Vec::new();
         let mut k = 0usize;

@@ -13,7 +13,9 @@ use nalgebra::{Isometry3, Rotation3, Translation3, UnitQuaternion};
 
 use gst_core::{Pose3, RgbImage, Trajectory};
 use gst_slam::metrics::{EvaluationOptions, evaluate};
-use gst_slam::{MAP_FILE, Relocalization, Relocalizer, SlamConfig, SlamMap, run_slam};
+use gst_slam::{
+    MAP_FILE, PanoramaConfig, PlaceIndex, Relocalization, Relocalizer, SlamConfig, SlamMap, run_slam,
+};
 
 use crate::BaselineError;
 
@@ -33,6 +35,8 @@ pub struct SceneSlam {
     pub trajectory: Trajectory,
     pub poses: PoseSource,
     pub config: SlamConfig,
+    /// The map's render-and-compare place index (built on first use: it renders a few hundred panoramas).
+    places: std::sync::OnceLock<PlaceIndex>,
 }
 
 /// The TUM export of a scene's exploration inside a split.
@@ -75,7 +79,8 @@ impl SceneSlam {
             );
             (SlamMap::from_output(&output), output.trajectory)
         };
-        let mut slam = SceneSlam { map, trajectory, poses, config: config.clone() };
+        let mut slam =
+            SceneSlam { map, trajectory, poses, config: config.clone(), places: std::sync::OnceLock::new() };
         if poses == PoseSource::OracleGroundTruth {
             let groundtruth = gst_io::TumSequence::open(&sequence, None)?
                 .groundtruth()
@@ -97,8 +102,13 @@ impl SceneSlam {
 
     /// The pose of an RGB image (no depth) in this map, if it can be found.
     pub fn relocalize(&self, image: &RgbImage) -> Result<Option<Relocalization>, BaselineError> {
-        let mut relocalizer = Relocalizer::new(&self.map, &self.config)?;
-        Ok(relocalizer.relocalize(image)?)
+        Ok(self.relocalizer()?.relocalize(image)?)
+    }
+
+    /// A relocaliser over this map, with its place index.
+    pub fn relocalizer(&self) -> Result<Relocalizer<'_>, BaselineError> {
+        let places = self.places.get_or_init(|| PlaceIndex::build(&self.map, PanoramaConfig::default()));
+        Ok(Relocalizer::new(&self.map, &self.config)?.with_places(places))
     }
 
     /// Camera positions of the exploration, in order.

@@ -94,7 +94,14 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             .with_context(|| format!("reading {}", views_path.display()))?;
         let views: Vec<ViewRecord> = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a views file", views_path.display()))?;
-        let mut relocalizer = Relocalizer::new(&map, &config)?;
+        let started = std::time::Instant::now();
+        let places = place_index(&map, &sequence)?;
+        tracing::info!(
+            "{scene}: {} panoramas rendered in {:.2} s",
+            places.positions(),
+            started.elapsed().as_secs_f64()
+        );
+        let mut relocalizer = Relocalizer::new(&map, &config)?.with_places(&places);
         for view in views {
             let image = gst_io::read_rgb(&args.data.join(&view.image))?;
             let started = std::time::Instant::now();
@@ -126,6 +133,31 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 let truth_in_map = alignment.inverse_transform_pose(&view.world_from_camera);
                 let check = relocalizer.check_pose(&image, &truth_in_map);
                 let near = relocalizer.relocalize_near(&image, &truth_in_map)?;
+                let at_truth = places.score_pose(&image, &truth_in_map);
+                if let Ok(dir) = std::env::var("GST_DEBUG_PLACES")
+                    && let Some((rendered, query)) = places.debug_images(&image, &truth_in_map)
+                {
+                    let stem = view.image.replace('/', "_");
+                    gst_io::write_rgb_png(&Path::new(&dir).join(format!("{stem}.rendered.png")), &rendered)?;
+                    gst_io::write_rgb_png(&Path::new(&dir).join(format!("{stem}.query.png")), &query)?;
+                }
+                let hypotheses: Vec<String> = places
+                    .hypotheses(&image, 8)
+                    .iter()
+                    .map(|h| {
+                        let e = alignment.transform_pose(&h.world_from_camera);
+                        format!(
+                            "{:.2}: {:.2} m {:.0} deg",
+                            h.score,
+                            (e.translation() - view.world_from_camera.translation()).norm(),
+                            (e.rotation().inverse() * view.world_from_camera.rotation()).angle().to_degrees()
+                        )
+                    })
+                    .collect();
+                tracing::info!(
+                    "{scene} {}: place score at the truth {at_truth:?}; hypotheses {hypotheses:?}",
+                    view.image
+                );
                 tracing::info!(
                     "{scene} {}: at the true pose {check:?}; from it: {:?}",
                     view.image,
@@ -204,4 +236,15 @@ fn slam_outputs(sequence: &Path, dir: &Path, config: &SlamConfig) -> Result<(Sla
     bar.finish_and_clear();
     gst_slam::output::write_outputs(dir, &output)?;
     Ok((SlamMap::from_output(&output), output.trajectory))
+}
+
+/// The place index of a map from its keyframes' colour frames in the recording.
+pub fn place_index(map: &SlamMap, sequence: &Path) -> Result<gst_slam::PlaceIndex> {
+    let recording = gst_io::TumSequence::open(sequence, None)?;
+    let mut builder = gst_slam::PlaceIndexBuilder::new(map, gst_slam::PanoramaConfig::default());
+    for keyframe in &map.keyframes {
+        let frame = recording.frame(keyframe.frame_index)?;
+        builder.add_frame(&frame.rgb, &frame.depth, &Pose3(keyframe.world_from_camera));
+    }
+    Ok(builder.finish())
 }

@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::time::Instant;
 
-use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use serde::{Deserialize, Serialize};
 
 use gst_core::{DepthImage, PinholeCamera, Pose3};
@@ -58,42 +57,6 @@ pub fn poses_per_frame(
                 .map(|p| p.world_from_camera)
         })
         .collect()
-}
-
-pub fn gravity_alignment(world_from_camera: &[Pose3]) -> Pose3 {
-    let mut scatter = Matrix3::<f64>::zeros();
-    let mut down_sum = Vector3::zeros();
-    for pose in world_from_camera {
-        let r = pose.rotation_matrix();
-        let x = r.column(0).into_owned();
-        scatter += x * x.transpose();
-        down_sum += r.column(1).into_owned();
-    }
-    if world_from_camera.len() < 2 {
-        return Pose3::identity();
-    }
-    let eigen = scatter.symmetric_eigen();
-    let (mut smallest, mut second) = (0, 1);
-    for i in 0..3 {
-        if eigen.eigenvalues[i] < eigen.eigenvalues[smallest] {
-            smallest = i;
-        }
-    }
-    for i in 0..3 {
-        if i != smallest && (second == smallest || eigen.eigenvalues[i] < eigen.eigenvalues[second]) {
-            second = i;
-        }
-    }
-    // Degenerate: all headings alike (x axes along one line): keep the world as it is.
-    if eigen.eigenvalues[second] < 1e-3 * world_from_camera.len() as f64 {
-        return Pose3::identity();
-    }
-    let mut up: Vector3<f64> = eigen.eigenvectors.column(smallest).into_owned();
-    if up.dot(&down_sum) > 0.0 {
-        up = -up;
-    }
-    let rotation = Rotation3::rotation_between(&up, &Vector3::z()).unwrap_or_else(Rotation3::identity);
-    Pose3::from_parts(Vector3::zeros(), UnitQuaternion::from_rotation_matrix(&rotation))
 }
 
 /// Timing and counts of a build.
@@ -561,6 +524,7 @@ mod tests {
     use crate::objects::Region;
     use crate::testworld::{Aabb, BoxWorld};
     use gst_core::PinholeCamera;
+    use nalgebra::{UnitQuaternion, Vector3};
 
     const FLOOR: f64 = 0.3;
 

@@ -244,12 +244,14 @@ impl Catalog {
 
         let library =
             self.read_material_libraries(&mut archive, member, folder, &model.material_libraries)?;
-        // Materials often share a texture: decode each file once.
+        // Materials often share a texture: decode each file once. Missing materials and textures are known
+        // defects of a few catalog models (bed1 and bed2 name Windows paths, desk a material its MTL lacks):
+        // logged at debug level, since nothing can be done about them here.
         let mut textures: HashMap<String, Option<Arc<Texture>>> = HashMap::new();
         for material in &mut mesh.materials {
             let Some(definition) = library.get(&material.name) else {
                 if !material.name.is_empty() && !library.is_empty() {
-                    warn!(
+                    debug!(
                         catalog = %self.path.display(), %member, material = %material.name,
                         "material is not defined in the MTL files; using grey"
                     );
@@ -264,7 +266,7 @@ impl Catalog {
                         .or_insert_with(|| self.load_texture(&mut archive, member, &texture_member))
                         .clone(),
                     None => {
-                        warn!(
+                        debug!(
                             catalog = %self.path.display(), %member, texture = %map,
                             "texture not found; using the material colour"
                         );

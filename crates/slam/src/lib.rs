@@ -12,6 +12,7 @@ pub mod map_file;
 pub mod metrics;
 pub mod optimize;
 pub mod output;
+pub mod panorama;
 pub mod pose_graph;
 pub mod relocalize;
 pub mod system;
@@ -19,6 +20,7 @@ pub mod thumbnail;
 
 pub use error::SlamError;
 pub use map_file::{MAP_FILE, SlamMap};
+pub use panorama::{PanoramaConfig, PlaceIndex, PlaceIndexBuilder};
 pub use relocalize::{Relocalization, Relocalizer};
 pub use system::{
     FrameInfo, FrameResult, FrontEnd, Keyframe, MapPoint, PreparedFrame, Slam, SlamConfig, SlamOutput,

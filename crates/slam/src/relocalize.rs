@@ -25,6 +25,7 @@ use crate::features::{Features, OrbExtractor, hamming};
 use crate::index::DescriptorIndex;
 use crate::map_file::{SlamMap, StoredKeyframe};
 use crate::optimize::{optimize_pose, pnp_ransac};
+use crate::panorama::PlaceIndex;
 use crate::system::{match_to_points, observations};
 use crate::thumbnail::{PhotometricCheck, Thumbnail, forward, photometric_check};
 use crate::{SlamConfig, SlamError};
@@ -50,6 +51,8 @@ pub struct Relocalization {
 #[derive(Debug)]
 pub struct Relocalizer<'a> {
     map: &'a SlamMap,
+    /// Render-and-compare place recognition ([`crate::panorama`]), when given.
+    places: Option<&'a PlaceIndex>,
     index: DescriptorIndex,
     orb: OrbExtractor,
     config: SlamConfig,
@@ -89,6 +92,14 @@ const VOTE_DISTANCE: u32 = 40;
 const NEIGHBOURS: u32 = 3;
 /// Fewest PnP inliers for a hypothesis.
 const MIN_INLIERS: usize = 15;
+/// Render-and-compare hypotheses tried per image.
+const PLACE_HYPOTHESES: usize = 12;
+/// Radius of guided matching around projected map points, pixels at octave 0 (of a pose hypothesis from
+/// matches / from render and compare).
+const MATCH_RADIUS_PX: f64 = 8.0;
+const PLACE_MATCH_RADIUS_PX: f64 = 30.0;
+/// Halvings of the photometric refinement's steps (0.2 m and 4 degrees at first).
+const PHOTOMETRIC_LEVELS: usize = 4;
 
 impl<'a> Relocalizer<'a> {
     /// A relocaliser over `map` (from a run: [`SlamMap::from_output`]; from disk: [`SlamMap::load`]).
@@ -102,7 +113,21 @@ impl<'a> Relocalizer<'a> {
             }
         }
         let layouts = map.keyframes.iter().map(|k| layout(&k.thumbnail)).collect();
-        Ok(Self { map, index, orb: OrbExtractor::new(&config.orb)?, config: config.clone(), layouts })
+        Ok(Self {
+            map,
+            places: None,
+            index,
+            orb: OrbExtractor::new(&config.orb)?,
+            config: config.clone(),
+            layouts,
+        })
+    }
+
+    /// Adds render-and-compare hypotheses from `places` (built from the same map) to every relocalisation:
+    /// they find novel viewpoints that share too few feature matches with any keyframe.
+    pub fn with_places(mut self, places: &'a PlaceIndex) -> Self {
+        self.places = Some(places);
+        self
     }
 
     /// The camera pose of `image` in the map, or `None` when no hypothesis is verified.
@@ -231,17 +256,82 @@ impl<'a> Relocalizer<'a> {
                 }
             }
         }
+        // Render and compare: poses where the map's rendered layout looks like the image, refined
+        // photometrically, then by guided ORB matching and verified as any other hypothesis. (Accepting
+        // photometrically refined poses without matches was tried: on 6 current views all 4 such poses were
+        // metres off.)
+        if let Some(places) = self.places {
+            for hypothesis in places.hypotheses(image, PLACE_HYPOTHESES) {
+                let Some((refined, _)) = self.refine_photometric(&thumbnail, &hypothesis.world_from_camera)
+                else {
+                    continue;
+                };
+                // A place hypothesis is off by a few decimetres and degrees: match wide first, then tight.
+                let wide =
+                    self.refine_within(&features, refined.0.inverse(), u32::MAX, PLACE_MATCH_RADIUS_PX);
+                let tight =
+                    wide.and_then(|(w, _)| self.refine(&features, w.world_from_camera.0.inverse(), u32::MAX));
+                if let Some((found, _)) = tight {
+                    let judged = self.judge(&thumbnail, found);
+                    if judged.accepted {
+                        consider(judged, &mut best);
+                        continue;
+                    }
+                }
+            }
+        }
         Ok(best)
     }
 
-    /// A fallback when [`Self::relocalize`] verifies nothing: the pose of the keyframe whose coarse layout
-    /// looks most like the image (place recognition by appearance alone, no geometry). Usually the right
-    /// room, often the right side of it; its heading is the keyframe's. `None` only for a map without
-    /// keyframes or an image of the wrong size.
+    /// Coordinate ascent of the photometric check's correlation over the camera's position (right, down,
+    /// forward) and its yaw and pitch (about its own y and x axes), from `start`, with shrinking steps.
+    fn refine_photometric(&self, thumbnail: &Thumbnail, start: &Pose3) -> Option<(Pose3, PhotometricCheck)> {
+        let score =
+            |pose: &Pose3| self.check(thumbnail, pose).filter(|c| c.coverage >= MIN_COVERAGE).map(|c| c.ncc);
+        let mut best = *start;
+        let mut best_score = score(&best)?;
+        let (mut step_m, mut step_rad) = (0.2f64, 4f64.to_radians());
+        for _ in 0..PHOTOMETRIC_LEVELS {
+            loop {
+                let mut improved = false;
+                for axis in 0..5 {
+                    for sign in [-1.0, 1.0] {
+                        let delta = match axis {
+                            0 => Isometry3::translation(sign * step_m, 0.0, 0.0),
+                            1 => Isometry3::translation(0.0, sign * step_m, 0.0),
+                            2 => Isometry3::translation(0.0, 0.0, sign * step_m),
+                            3 => Isometry3::rotation(nalgebra::Vector3::y() * sign * step_rad),
+                            _ => Isometry3::rotation(nalgebra::Vector3::x() * sign * step_rad),
+                        };
+                        let candidate = Pose3(best.0 * delta);
+                        if let Some(s) = score(&candidate)
+                            && s > best_score + 1e-4
+                        {
+                            (best, best_score, improved) = (candidate, s, true);
+                        }
+                    }
+                }
+                if !improved {
+                    break;
+                }
+            }
+            step_m *= 0.5;
+            step_rad *= 0.5;
+        }
+        self.check(thumbnail, &best).map(|check| (best, check))
+    }
+
+    /// A fallback when [`Self::relocalize`] verifies nothing: place recognition by appearance alone, no
+    /// geometric check — the best render-and-compare pose when a place index is given (keyframe `u32::MAX`),
+    /// else the pose of the keyframe whose coarse layout looks most like the image. `None` only for a map
+    /// without keyframes or an image of the wrong size.
     pub fn appearance_guess(&self, image: &RgbImage) -> Option<(u32, Pose3)> {
         let camera = &self.map.camera;
         if (image.width(), image.height()) != (camera.width, camera.height) {
             return None;
+        }
+        if let Some(best) = self.places.and_then(|p| p.hypotheses(image, 1).into_iter().next()) {
+            return Some((u32::MAX, best.world_from_camera));
         }
         let query = layout(&Thumbnail::new(camera, image, None, (0.0, f32::INFINITY)));
         let (_, best) = self
@@ -367,6 +457,17 @@ impl<'a> Relocalizer<'a> {
         camera_from_world: Isometry3<f64>,
         keyframe: u32,
     ) -> Option<(Relocalization, Vec<u32>)> {
+        self.refine_within(features, camera_from_world, keyframe, MATCH_RADIUS_PX)
+    }
+
+    /// [`Self::refine`] with matches searched within `radius_px` (at octave 0) of the projected points.
+    fn refine_within(
+        &self,
+        features: &Features,
+        camera_from_world: Isometry3<f64>,
+        keyframe: u32,
+        radius_px: f64,
+    ) -> Option<(Relocalization, Vec<u32>)> {
         let camera = &self.map.camera;
         let world_from_camera = camera_from_world.inverse();
         let position = world_from_camera.translation.vector;
@@ -394,7 +495,12 @@ impl<'a> Relocalizer<'a> {
                 if u < 0.0 || v < 0.0 || u >= f64::from(camera.width) || v >= f64::from(camera.height) {
                     continue;
                 }
-                features.within(u as f32, v as f32, 8.0 * scale.powi(i32::from(point.octave)), &mut nearby);
+                features.within(
+                    u as f32,
+                    v as f32,
+                    (radius_px * f64::from(scale.powi(i32::from(point.octave)))) as f32,
+                    &mut nearby,
+                );
                 let found = nearby
                     .iter()
                     .map(|&i| (hamming(&point.descriptor, &features.descriptors[i as usize]), i))
