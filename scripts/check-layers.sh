@@ -24,5 +24,16 @@ check gst-map rerun ort reqwest ureq gst-sim gst-bench gst-slam gst-vlm
 # gst-vlm is a leaf (ort, HTTP, tokenizers): only gst-baseline and gst-cli use it, and it sees questions and
 # frames like any model: no simulator, benchmark builder or scorer.
 check gst-vlm rerun gst-sim gst-bench gst-slam gst-baseline
+# gst-viz is the one crate that may pull rerun; it is a leaf: it logs what the stages produce and is used
+# only by gst-cli, so it never sees answerers, VLMs or the benchmark builder.
+check gst-viz gst-baseline gst-vlm gst-bench gst-cli
+# Every other library crate, present and future, stays free of rerun and of gst-viz.
+for manifest in crates/*/Cargo.toml; do
+  crate=$(sed -n 's/^name = "\(.*\)"/\1/p' "$manifest" | head -n 1)
+  case "$crate" in
+    gst-viz | gst-cli | "") ;;
+    *) check "$crate" rerun gst-viz ;;
+  esac
+done
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status
