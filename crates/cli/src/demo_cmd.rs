@@ -36,6 +36,9 @@ pub struct DemoArgs {
     /// Open the recording in the Rerun viewer (from .venv) when done.
     #[arg(long)]
     pub spawn: bool,
+    /// Generation settings as JSON (a `GenerateConfig`), instead of the demo's own (see `demo_config`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     pub furniture: FurnitureArgs,
 }
@@ -64,7 +67,11 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let data = args.out.join("data");
     let library = args.furniture.library()?;
     eprintln!("generating {} houses and their questions in {}", args.scenes, data.display());
-    crate::generate_cmd::generate(&data, args.scenes, 0, args.seed, &demo_config(), &library)?;
+    let config = match &args.config {
+        Some(path) => crate::generate_cmd::read_config(path)?,
+        None => demo_config(),
+    };
+    crate::generate_cmd::generate(&data, args.scenes, 0, args.seed, &config, &library)?;
     let generated_s = started.elapsed().as_secs_f64();
 
     let bench = data.join("bench");

@@ -33,6 +33,13 @@ pub struct GenerateArgs {
     pub furniture: FurnitureArgs,
 }
 
+/// Reads a `GenerateConfig` JSON file (missing fields take their defaults).
+pub fn read_config(path: &std::path::Path) -> Result<GenerateConfig> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read config {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("malformed generate config {}", path.display()))
+}
+
 /// Builds (or resumes) a benchmark in `out`: scenes in parallel with a progress bar; the manifest is
 /// written when every scene is done.
 pub fn generate(
@@ -75,13 +82,8 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     if args.scenes + args.train_scenes == 0 {
         bail!("nothing to generate: --scenes and --train-scenes are both 0");
     }
-    let config: GenerateConfig = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config {}", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("malformed generate config {}", path.display()))?
-        }
+    let config = match &args.config {
+        Some(path) => read_config(path)?,
         None => GenerateConfig::default(),
     };
     let library = args.furniture.library()?;
