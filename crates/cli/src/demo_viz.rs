@@ -84,8 +84,7 @@ pub fn record(bench: &Path, eval_dir: &Path, rrd: &Path, spawn: bool) -> Result<
             .into_iter()
             .map(|p| (p.uid, p.prediction))
             .collect();
-    let mut index = 0;
-    for file in files.iter().filter(|f| f.question.scene == scene) {
+    for (index, file) in files.iter().filter(|f| f.question.scene == scene).enumerate() {
         let q = &file.question;
         let prediction = predictions.get(&q.uid).cloned().unwrap_or_default();
         let paths = file.image_paths();
@@ -113,10 +112,10 @@ pub fn record(bench: &Path, eval_dir: &Path, rrd: &Path, spawn: bool) -> Result<
         let topdown = match (topdown_task, images.last()) {
             (true, Some(image)) => Some(TopdownAnswer {
                 image,
-                predicted: point(predicted.clone()),
-                truth: point(Some(q.answer.clone())),
+                predicted: point(predicted),
+                truth: point(Some(q.answer)),
                 predicted_heading_deg: heading(predicted),
-                truth_heading_deg: heading(Some(q.answer.clone())),
+                truth_heading_deg: heading(Some(q.answer)),
             }),
             _ => None,
         };
@@ -131,7 +130,6 @@ pub fn record(bench: &Path, eval_dir: &Path, rrd: &Path, spawn: bool) -> Result<
             ..QuestionLog::default()
         };
         recorder.log_question(index, &log)?;
-        index += 1;
     }
     recorder.finish()?;
     Ok(())

@@ -524,6 +524,7 @@ mod tests {
     use crate::objects::Region;
     use crate::testworld::{Aabb, BoxWorld};
     use gst_core::PinholeCamera;
+    use gst_core::gravity_alignment;
     use nalgebra::{UnitQuaternion, Vector3};
 
     const FLOOR: f64 = 0.3;

@@ -480,7 +480,7 @@ impl VoxelGrid {
                 (key, Voxel { position: sum / n, colour })
             })
             .collect();
-        voxels.sort_by(|a, b| a.0.cmp(&b.0));
+        voxels.sort_by_key(|a| a.0);
         voxels.into_iter().map(|(_, v)| v).collect()
     }
 }
