@@ -78,9 +78,9 @@ bench-map: build
 	test -d out/bench-map/data/bench || $(GST) generate --scenes 3 --seed 1 --out out/bench-map/data --config scripts/bench-map-generate.json
 	$(GST) bench map --split out/bench-map/data/bench --out out/bench-map
 
-# The fixed 20-scene bench of baselines/RESULTS.md (seed 2026, baselines/bench-generate.json), then every
+# The fixed 20-scene bench of baselines/RESULTS.md (seed 2026, baselines/bench/generate.json), then every
 # baseline configuration on it. Generated data and eval outputs are cached in out/baselines/ (resumable).
 BASELINES_DATA := out/baselines/data
 baselines: build
-	$(GST) generate --scenes 20 --seed 2026 --out $(BASELINES_DATA) --config baselines/bench-generate.json
+	$(GST) generate --scenes 20 --seed 2026 --out $(BASELINES_DATA) --config baselines/bench/generate.json
 	source $(VENV)/env.sh && $(GST) baselines --bench $(BASELINES_DATA)/bench --out out/baselines/eval

@@ -10,7 +10,7 @@ use std::process::Command;
 use common::run;
 
 const TINY_CONFIG: &str = r#"{
-  "scene": { "plan": { "min_rooms": 2, "max_rooms": 3 } },
+  "scene": { "plan": { "min_rooms": 3, "max_rooms": 3 } },
   "explore": { "duration_s": [25.0, 30.0] },
   "current_views": 1,
   "visual_targets": 1,

@@ -9,13 +9,14 @@ use std::path::Path;
 
 use common::run;
 
-/// A 3–4 room house explored for 40–50 s at 10 fps, primitive furniture, every subtask.
+/// A 3–4 room house explored for 40–50 s at 10 fps, primitive furniture, every subtask; two targets of each
+/// kind, so that no column rests on a single question.
 const SMALL_CONFIG: &str = r#"{
   "scene": { "plan": { "min_rooms": 3, "max_rooms": 4 } },
   "explore": { "duration_s": [40.0, 50.0] },
-  "current_views": 3,
-  "visual_targets": 1,
-  "semantic_targets": 1,
+  "current_views": 4,
+  "visual_targets": 2,
+  "semantic_targets": 2,
   "trajectory_questions": 1,
   "topdown_questions": 1
 }"#;

@@ -78,13 +78,25 @@ pub fn record(bench: &Path, eval_dir: &Path, rrd: &Path, spawn: bool) -> Result<
         recorder.log_semantic_map(&gst_map::SemanticMap::load(&map_dir)?, None)?;
     }
 
-    // Questions with their answers.
-    let predictions: BTreeMap<String, String> =
-        gst_baseline::read_predictions(&eval_dir.join("predictions.jsonl"))?
-            .into_iter()
-            .map(|p| (p.uid, p.prediction))
-            .collect();
-    for (index, file) in files.iter().filter(|f| f.question.scene == scene).enumerate() {
+    log_questions(&recorder, &files, Some(&scene), eval_dir)?;
+    recorder.finish()?;
+    Ok(())
+}
+
+/// Logs the questions of `files` (those of `scene` only, when given) with the answers in
+/// `eval_dir/predictions.jsonl` and the true ones, on the `question` timeline.
+pub fn log_questions(
+    recorder: &Recorder,
+    files: &[gst_io::gst::QuestionFile],
+    scene: Option<&str>,
+    eval_dir: &Path,
+) -> Result<()> {
+    let predictions: BTreeMap<String, String> = gst_baseline::read_predictions(&eval_dir.join("predictions.jsonl"))?
+        .into_iter()
+        .map(|p| (p.uid, p.prediction))
+        .collect();
+    let chosen = files.iter().filter(|f| scene.is_none_or(|s| f.question.scene == s));
+    for (index, file) in chosen.enumerate() {
         let q = &file.question;
         let prediction = predictions.get(&q.uid).cloned().unwrap_or_default();
         let paths = file.image_paths();
@@ -131,7 +143,6 @@ pub fn record(bench: &Path, eval_dir: &Path, rrd: &Path, spawn: bool) -> Result<
         };
         recorder.log_question(index, &log)?;
     }
-    recorder.finish()?;
     Ok(())
 }
 

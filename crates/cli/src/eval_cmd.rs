@@ -71,6 +71,9 @@ pub struct EvalArgs {
     /// Object perception of the map answerer.
     #[arg(long, value_enum, default_value = "marked")]
     pub perception: PerceptionArg,
+    /// Write a Rerun recording of every question with its images, the answer given and the true one.
+    #[arg(long)]
+    pub rrd: Option<PathBuf>,
     #[command(flatten)]
     pub vlm: crate::vlm_args::VlmArgs,
 }
@@ -94,6 +97,13 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     if let Some(vlm) = &vlm {
         // The cost and time summary of a VLM run, on stderr so that stdout stays the table.
         eprintln!("{}: {} in {:.1} s", vlm.name(), vlm.stats(), outcome.summary.seconds);
+    }
+    if let Some(rrd) = &args.rrd {
+        let recorder = gst_viz::Recorder::to_file("gst eval", rrd)?.with_images(gst_viz::ImageSettings::compact())?;
+        let files = read_bench_questions(&args.bench, QuestionReadOptions { check_files: false })?;
+        crate::demo_viz::log_questions(&recorder, &files, None, &args.out)
+            .with_context(|| format!("writing the Rerun recording {}", rrd.display()))?;
+        recorder.finish()?;
     }
     let text = if args.json { outcome.json } else { outcome.text };
     #[allow(clippy::print_stdout)] // the command's report
