@@ -59,8 +59,9 @@ fmt:
 clippy: setup
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# setup installed the rerun CLI, so the recording tests must find it (crates/viz/tests/rrd_file.rs).
 unit: setup
-	source $(VENV)/env.sh && $(CARGO) test --workspace
+	source $(VENV)/env.sh && GST_REQUIRE_RERUN=1 $(CARGO) test --workspace
 
 layers:
 	bash scripts/check-layers.sh

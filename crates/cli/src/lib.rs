@@ -18,10 +18,12 @@ mod map_cmd;
 mod map_eval_cmd;
 mod progress;
 mod render_cmd;
+mod rrd_args;
 mod scene_cmd;
 mod score_cmd;
 mod slam_cmd;
 mod traj_eval_cmd;
+mod view_cmd;
 mod vlm_args;
 
 /// Global spatial awareness from egocentric video: GST-Bench scenes, rendering and the explicit-map baseline.
@@ -66,6 +68,8 @@ enum Command {
     /// Evaluate a map against a generated scene's ground truth: occupancy IoU, room MCC and F1, room-graph
     /// edge F1, object centroid error, registration error.
     MapEval(map_eval_cmd::MapEvalArgs),
+    /// Open a Rerun recording (written with `--rrd`) in the viewer.
+    View(view_cmd::ViewArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -96,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Baselines(args) => baselines_cmd::run(&args),
         Command::Map(args) => map_cmd::run(&args),
         Command::MapEval(args) => map_eval_cmd::run(&args),
+        Command::View(args) => view_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,6 +14,9 @@ use gst_map::{
     gravity_alignment, poses_per_frame, render_binary, render_semantic,
 };
 use gst_slam::SlamConfig;
+use gst_viz::{FrameTime, Recorder, TrajectoryKind};
+
+use crate::rrd_args::{RecordingErrors, RrdArgs};
 
 /// Size of the rendered top-downs (GST-Bench's).
 pub const TOPDOWN_SIZE: (u32, u32) = (640, 512);
@@ -56,6 +59,8 @@ pub struct MapArgs {
     /// Map settings as JSON (a `MapConfig`; missing fields take their defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub rrd: RrdArgs,
 }
 
 /// What a run measured (written as `OUT/run.json`).
@@ -91,7 +96,8 @@ fn read_config(path: Option<&Path>) -> Result<MapConfig> {
 
 pub fn run(args: &MapArgs) -> Result<()> {
     let config = read_config(args.config.as_deref())?;
-    let report = build_map(
+    let recorder = args.rrd.recorder()?;
+    let report = build_map_recorded(
         &args.input,
         &args.out,
         args.poses,
@@ -99,7 +105,9 @@ pub fn run(args: &MapArgs) -> Result<()> {
         args.annotations.as_deref(),
         &config,
         true,
+        &Recording { recorder: &recorder, images: args.rrd.records_images() },
     )?;
+    crate::rrd_args::finish(&recorder)?;
     eprintln!(
         "{} frames: {} rooms, {} doors, {} objects; mapping {:.2} ms/frame, SLAM {:.2} ms/frame ({:.0}% added)",
         report.frames,
@@ -135,7 +143,43 @@ pub fn build_map(
     config: &MapConfig,
     progress: bool,
 ) -> Result<MapRun> {
+    let off = Recorder::off();
+    build_map_recorded(
+        input,
+        out,
+        poses,
+        perception,
+        annotations,
+        config,
+        progress,
+        &Recording { recorder: &off, images: false },
+    )
+}
+
+/// Where [`build_map_recorded`] records the run.
+#[derive(Clone, Copy, Debug)]
+pub struct Recording<'a> {
+    pub recorder: &'a Recorder,
+    /// Whether the mapped frames' images (colour, depth, instance ids) are recorded.
+    pub images: bool,
+}
+
+/// [`build_map`], recording the mapped frames (poses, images), SLAM's trajectory and map points and the
+/// finished semantic map.
+#[allow(clippy::too_many_arguments)]
+pub fn build_map_recorded(
+    input: &Path,
+    out: &Path,
+    poses: PoseSource,
+    perception: PerceptionKind,
+    annotations: Option<&Path>,
+    config: &MapConfig,
+    progress: bool,
+    recording: &Recording<'_>,
+) -> Result<MapRun> {
     config.validate()?;
+    let recorder = recording.recorder;
+    let mut errors = RecordingErrors::default();
     let sequence = TumSequence::open(input, None).with_context(|| format!("opening {}", input.display()))?;
     let options = SourceOptions::default();
     let (trajectory, slam_ms, slam_wall_ms, slam_frames) = match poses {
@@ -155,6 +199,7 @@ pub fn build_map(
             let output = gst_slam::run_slam(source.as_mut(), &SlamConfig::default(), &mut |_| bar.inc(1))
                 .with_context(|| format!("SLAM on {}", input.display()))?;
             bar.finish_and_clear();
+            errors.check(recorder.log_map_points(output.map_points.iter().map(|p| p.position)));
             let frames = output.stats.frames.max(1) as f64;
             (
                 output.trajectory,
@@ -175,6 +220,24 @@ pub fn build_map(
         tracing::warn!("{}: no frame has a pose; the map will be empty", input.display());
     }
     let map_from_world = gravity_alignment(&known);
+    if recorder.is_on() {
+        record_poses(recorder, &sequence, &trajectory, poses, map_from_world, &mut errors);
+        errors.check(recorder.log_camera_model(&camera));
+        if recording.images && sequence.has_instances() {
+            let classes = annotations.map(Path::to_path_buf).or_else(|| default_annotations(input));
+            if let Some(classes) =
+                classes.and_then(|path| gst_map::perception::read_instance_classes(&path).ok())
+            {
+                let classes: Vec<_> = classes
+                    .into_iter()
+                    .filter_map(|(id, class)| {
+                        u16::try_from(id).ok().map(|id| (gst_core::InstanceId(id), class))
+                    })
+                    .collect();
+                errors.check(recorder.log_instance_classes(&classes));
+            }
+        }
+    }
     let mut perceiver: Box<dyn Perception> = match perception {
         PerceptionKind::None => Box::new(NoPerception),
         PerceptionKind::Oracle => {
@@ -209,9 +272,21 @@ pub fn build_map(
             depth: Some(&frame.depth),
             observations: &observations,
         })?;
+        if recorder.is_on() {
+            let time = FrameTime::new(k, frame.timestamp_s);
+            errors.check(recorder.log_camera_pose(&time, pose));
+            if recording.images {
+                errors.check(recorder.log_rgb(&time, &frame.rgb));
+                errors.check(recorder.log_depth(&time, &frame.depth));
+                if let Ok(Some(ids)) = sequence.instance_image(k) {
+                    errors.check(recorder.log_instances(&time, &ids));
+                }
+            }
+        }
     }
     bar.finish_and_clear();
     let map = builder.finish();
+    errors.check(recorder.log_semantic_map(&map, None));
     write_outputs(out, &map, &trajectory)?;
     if let Some(truth) = sequence.groundtruth() {
         // Evaluation only (`gst map-eval` aligns the map with it); mapping never reads it.
@@ -235,6 +310,35 @@ pub fn build_map(
     };
     gst_io::write_json(&out.join("run.json"), &run)?;
     Ok(run)
+}
+
+/// Records the poses the map is built from as the estimate, the recording's ground truth when it has one,
+/// and where the poses' world sits: on the ground truth (aligned, or the same world for ground-truth poses)
+/// or, without ground truth, turned z up by the map's gravity alignment.
+fn record_poses(
+    recorder: &Recorder,
+    sequence: &TumSequence,
+    trajectory: &Trajectory,
+    poses: PoseSource,
+    map_from_world: Pose3,
+    errors: &mut RecordingErrors,
+) {
+    errors.check(recorder.log_trajectory(TrajectoryKind::Estimate, trajectory));
+    let world_from_slam = match (sequence.groundtruth(), poses) {
+        (Some(_), PoseSource::Groundtruth) => Pose3::identity(),
+        (Some(truth), PoseSource::Slam) => {
+            let options = gst_slam::metrics::EvaluationOptions::default();
+            match gst_slam::metrics::evaluate(truth, trajectory, &options).map(|e| e.alignment) {
+                Ok(Some(alignment)) => crate::slam_cmd::alignment_pose(&alignment),
+                _ => map_from_world,
+            }
+        }
+        (None, _) => map_from_world,
+    };
+    if let Some(truth) = sequence.groundtruth() {
+        errors.check(recorder.log_trajectory(TrajectoryKind::GroundTruth, truth));
+    }
+    errors.check(recorder.log_world_from_slam(&world_from_slam));
 }
 
 /// Writes the map directory.

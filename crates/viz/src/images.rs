@@ -132,8 +132,7 @@ pub fn downscale_rgb(image: &RgbImage, factor: u32) -> RgbImage {
 /// surfaces and ids that do not exist.
 pub fn downscale_nearest<T: Copy + Default>(image: &Image<T>, factor: u32) -> Image<T> {
     if factor <= 1 {
-        return Image::from_vec(image.width(), image.height(), image.data().to_vec())
-            .unwrap_or_else(|_| Image::filled(0, 0, T::default()));
+        return image.clone();
     }
     let (w, h) = (image.width() / factor, image.height() / factor);
     let half = factor / 2;

@@ -81,7 +81,7 @@ pub const ROOM_GRAPH: &str = "room_graph";
 
 /// Per-frame series (`Scalars`): [`METRICS_TRACKING_STATE`], [`METRICS_INLIERS`], [`METRICS_ATE`].
 pub const METRICS: &str = "metrics";
-/// Tracking state code per frame: see `TrackingCode`.
+/// Tracking state code per frame: see [`crate::tracking_code`].
 pub const METRICS_TRACKING_STATE: &str = "metrics/tracking_state";
 /// Inlier feature matches per frame.
 pub const METRICS_INLIERS: &str = "metrics/inliers";

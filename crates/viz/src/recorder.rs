@@ -175,10 +175,11 @@ impl Recorder {
     /// The stream when on, with this thread's time set to a frame.
     pub(crate) fn at_frame(&self, time: &FrameTime) -> Option<&RecordingStream> {
         let inner = self.live()?;
-        let origin = *inner.time_origin_s.get_or_init(|| time.timestamp_s);
         inner.stream.reset_time();
         inner.stream.set_time_sequence(paths::TIMELINE_FRAME, time.index as i64);
+        // A frame without a usable timestamp is only on the `frame` timeline (and cannot become the origin).
         if time.timestamp_s.is_finite() {
+            let origin = *inner.time_origin_s.get_or_init(|| time.timestamp_s);
             inner.stream.set_duration_secs(paths::TIMELINE_TIME, time.timestamp_s - origin);
         }
         Some(&inner.stream)

@@ -1,6 +1,8 @@
 //! Recording size and logging time per 640x512 frame for each image setting, on frames rendered from a
 //! generated house. A measurement, not a check: run it with
 //! `cargo test --release -p gst-viz --test frame_size -- --ignored --nocapture`.
+// The helpers panic like the tests they serve: a failure is a test failure with its message.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;
 

@@ -2,7 +2,9 @@
 //! virtualenv (`rerun rrd verify`, `rerun rrd print`), with the documented entity paths in it.
 //!
 //! The CLI is `$GST_VENV/bin/rerun` or the repository's `.venv/bin/rerun`. Without it the CLI checks are
-//! skipped with a note, unless `GST_REQUIRE_RERUN=1` makes that a failure (CI sets it).
+//! skipped with a note, unless `GST_REQUIRE_RERUN=1` makes that a failure (`make unit` sets it: `make setup` installed the CLI).
+// The helpers panic like the tests they serve: a failure is a test failure with its message.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
