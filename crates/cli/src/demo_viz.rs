@@ -91,10 +91,11 @@ pub fn log_questions(
     scene: Option<&str>,
     eval_dir: &Path,
 ) -> Result<()> {
-    let predictions: BTreeMap<String, String> = gst_baseline::read_predictions(&eval_dir.join("predictions.jsonl"))?
-        .into_iter()
-        .map(|p| (p.uid, p.prediction))
-        .collect();
+    let predictions: BTreeMap<String, String> =
+        gst_baseline::read_predictions(&eval_dir.join("predictions.jsonl"))?
+            .into_iter()
+            .map(|p| (p.uid, p.prediction))
+            .collect();
     let chosen = files.iter().filter(|f| scene.is_none_or(|s| f.question.scene == s));
     for (index, file) in chosen.enumerate() {
         let q = &file.question;

@@ -99,7 +99,8 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         eprintln!("{}: {} in {:.1} s", vlm.name(), vlm.stats(), outcome.summary.seconds);
     }
     if let Some(rrd) = &args.rrd {
-        let recorder = gst_viz::Recorder::to_file("gst eval", rrd)?.with_images(gst_viz::ImageSettings::compact())?;
+        let recorder =
+            gst_viz::Recorder::to_file("gst eval", rrd)?.with_images(gst_viz::ImageSettings::compact())?;
         let files = read_bench_questions(&args.bench, QuestionReadOptions { check_files: false })?;
         crate::demo_viz::log_questions(&recorder, &files, None, &args.out)
             .with_context(|| format!("writing the Rerun recording {}", rrd.display()))?;
