@@ -13,7 +13,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
+.PHONY: help test-acceptance setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -85,3 +85,7 @@ BASELINES_DATA := out/baselines/data
 baselines: build
 	$(GST) generate --scenes 20 --seed 2026 --out $(BASELINES_DATA) --config baselines/bench/generate.json
 	source $(VENV)/env.sh && $(GST) baselines --bench $(BASELINES_DATA)/bench --out out/baselines/eval
+
+# Acceptance tests that do not hold yet (ignored in `make test`; see the tests' docs for what fails).
+test-acceptance: setup
+	source $(VENV)/env.sh && $(CARGO) test --test eval_map -- --ignored
