@@ -37,6 +37,8 @@ pub struct SceneSlam {
     pub config: SlamConfig,
     /// The map's render-and-compare place index (built on first use: it renders a few hundred panoramas).
     places: std::sync::OnceLock<PlaceIndex>,
+    /// The TUM export the map was built from (the place index reads its keyframes' colour frames).
+    sequence_dir: PathBuf,
 }
 
 /// The TUM export of a scene's exploration inside a split.
@@ -80,7 +82,14 @@ impl SceneSlam {
             (SlamMap::from_output(&output), output.trajectory)
         };
         let mut slam =
-            SceneSlam { map, trajectory, poses, config: config.clone(), places: std::sync::OnceLock::new() };
+            SceneSlam {
+                map,
+                trajectory,
+                poses,
+                config: config.clone(),
+                places: std::sync::OnceLock::new(),
+                sequence_dir: sequence.clone(),
+            };
         if poses == PoseSource::OracleGroundTruth {
             let groundtruth = gst_io::TumSequence::open(&sequence, None)?
                 .groundtruth()
@@ -107,7 +116,12 @@ impl SceneSlam {
 
     /// A relocaliser over this map, with its place index.
     pub fn relocalizer(&self) -> Result<Relocalizer<'_>, BaselineError> {
-        let places = self.places.get_or_init(|| PlaceIndex::build(&self.map, PanoramaConfig::default()));
+        let places = self.places.get_or_init(|| {
+            place_index(&self.map, &self.sequence_dir).unwrap_or_else(|error| {
+                tracing::warn!("{error}: the place index falls back to the keyframes' grey thumbnails");
+                PlaceIndex::build(&self.map, PanoramaConfig::default())
+            })
+        });
         Ok(Relocalizer::new(&self.map, &self.config)?.with_places(places))
     }
 
@@ -115,6 +129,17 @@ impl SceneSlam {
     pub fn path(&self) -> Vec<Pose3> {
         self.trajectory.poses().iter().map(|p| p.world_from_camera).collect()
     }
+}
+
+/// The place index of a map from its keyframes' colour frames in the TUM recording it was built from.
+pub fn place_index(map: &SlamMap, sequence: &Path) -> Result<PlaceIndex, BaselineError> {
+    let recording = gst_io::TumSequence::open(sequence, None)?;
+    let mut builder = gst_slam::PlaceIndexBuilder::new(map, PanoramaConfig::default());
+    for keyframe in &map.keyframes {
+        let frame = recording.frame(keyframe.frame_index)?;
+        builder.add_frame(&frame.rgb, &frame.depth, &Pose3(keyframe.world_from_camera));
+    }
+    Ok(builder.finish())
 }
 
 /// The map moved rigidly by `new_from_old`.

@@ -95,7 +95,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
         let views: Vec<ViewRecord> = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a views file", views_path.display()))?;
         let started = std::time::Instant::now();
-        let places = place_index(&map, &sequence)?;
+        let places = gst_baseline::scene_slam::place_index(&map, &sequence)?;
         tracing::info!(
             "{scene}: {} panoramas rendered in {:.2} s",
             places.positions(),
@@ -238,13 +238,3 @@ fn slam_outputs(sequence: &Path, dir: &Path, config: &SlamConfig) -> Result<(Sla
     Ok((SlamMap::from_output(&output), output.trajectory))
 }
 
-/// The place index of a map from its keyframes' colour frames in the recording.
-pub fn place_index(map: &SlamMap, sequence: &Path) -> Result<gst_slam::PlaceIndex> {
-    let recording = gst_io::TumSequence::open(sequence, None)?;
-    let mut builder = gst_slam::PlaceIndexBuilder::new(map, gst_slam::PanoramaConfig::default());
-    for keyframe in &map.keyframes {
-        let frame = recording.frame(keyframe.frame_index)?;
-        builder.add_frame(&frame.rgb, &frame.depth, &Pose3(keyframe.world_from_camera));
-    }
-    Ok(builder.finish())
-}
