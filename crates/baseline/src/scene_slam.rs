@@ -81,15 +81,14 @@ impl SceneSlam {
             );
             (SlamMap::from_output(&output), output.trajectory)
         };
-        let mut slam =
-            SceneSlam {
-                map,
-                trajectory,
-                poses,
-                config: config.clone(),
-                places: std::sync::OnceLock::new(),
-                sequence_dir: sequence.clone(),
-            };
+        let mut slam = SceneSlam {
+            map,
+            trajectory,
+            poses,
+            config: config.clone(),
+            places: std::sync::OnceLock::new(),
+            sequence_dir: sequence.clone(),
+        };
         if poses == PoseSource::OracleGroundTruth {
             let groundtruth = gst_io::TumSequence::open(&sequence, None)?
                 .groundtruth()

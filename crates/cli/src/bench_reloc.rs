@@ -237,4 +237,3 @@ fn slam_outputs(sequence: &Path, dir: &Path, config: &SlamConfig) -> Result<(Sla
     gst_slam::output::write_outputs(dir, &output)?;
     Ok((SlamMap::from_output(&output), output.trajectory))
 }
-
