@@ -13,7 +13,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help test-acceptance setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
+.PHONY: help test-acceptance bench-viz screenshot setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -22,6 +22,8 @@ help:
 	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
+	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
+	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
 
 setup: setup-apt setup-venv
@@ -85,6 +87,13 @@ BASELINES_DATA := out/baselines/data
 baselines: build
 	$(GST) generate --scenes 20 --seed 2026 --out $(BASELINES_DATA) --config baselines/bench/generate.json
 	source $(VENV)/env.sh && $(GST) baselines --bench $(BASELINES_DATA)/bench --out out/baselines/eval
+
+bench-viz: build
+	bash scripts/bench-viz.sh $(GST)
+
+screenshot: setup
+	test -f out/demo/demo.rrd || $(MAKE) demo
+	bash scripts/screenshot.sh out/demo/demo.rrd docs/viewer.png
 
 # Acceptance tests that do not hold yet (ignored in `make test`; see the tests' docs for what fails).
 test-acceptance: setup

@@ -26,13 +26,16 @@ pub const PREDICTIONS: &str = "predictions.jsonl";
 pub const ERRORS: &str = "errors.jsonl";
 
 /// One line of `predictions.jsonl`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PredictionLine {
     pub uid: String,
     pub prediction: String,
     /// Why the prediction is a fallback answer ([`crate::Reply::fallback`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// The located camera and target ([`crate::Reply::grounding`]); absent when the answerer has none.
+    #[serde(default, skip_serializing_if = "crate::Grounding::is_empty")]
+    pub grounding: crate::Grounding,
 }
 
 /// One line of `errors.jsonl`.
@@ -190,8 +193,12 @@ pub fn run_eval(
             let uid = &question.question.uid;
             match answerer.answer(question, &context) {
                 Ok(reply) => {
-                    let line =
-                        PredictionLine { uid: uid.clone(), prediction: reply.text, fallback: reply.fallback };
+                    let line = PredictionLine {
+                        uid: uid.clone(),
+                        prediction: reply.text,
+                        fallback: reply.fallback,
+                        grounding: reply.grounding,
+                    };
                     let mut json = serde_json::to_string(&line)
                         .map_err(|e| BaselineError::file(&predictions_path, e.to_string()))?;
                     json.push('\n');
@@ -290,7 +297,14 @@ mod tests {
                 return Err(BaselineError::Question { uid: uid.clone(), message: "cannot".into() });
             }
             if uid.ends_with("q3") {
-                return Ok(Reply::fallback("A", "guessed"));
+                let grounding = crate::Grounding {
+                    camera: Some(gst_core::Pose3::from_parts(
+                        nalgebra::Vector3::new(1.0, 2.0, 0.5),
+                        nalgebra::UnitQuaternion::identity(),
+                    )),
+                    target: Some([3.0, -1.0, 0.25]),
+                };
+                return Ok(Reply::fallback("A", "guessed").with_grounding(grounding));
             }
             Ok(Reply::new(format!("answer of {uid}")))
         }
@@ -317,6 +331,14 @@ mod tests {
         let fallbacks: Vec<&str> =
             predictions.iter().filter(|p| p.fallback.is_some()).map(|p| p.uid.as_str()).collect();
         assert_eq!(fallbacks, ["s1_q3"]);
+        // The grounding travels in the same line; answers without one write none.
+        let grounded: Vec<&PredictionLine> = predictions.iter().filter(|p| !p.grounding.is_empty()).collect();
+        assert_eq!(grounded.len(), 1);
+        assert_eq!(grounded[0].grounding.target, Some([3.0, -1.0, 0.25]));
+        let camera = grounded[0].grounding.camera.ok_or("camera lost")?;
+        assert!((camera.translation() - nalgebra::Vector3::new(1.0, 2.0, 0.5)).norm() < 1e-12);
+        let text = std::fs::read_to_string(options.out_dir.join(PREDICTIONS))?;
+        assert_eq!(text.matches("grounding").count(), 1, "{text}");
         let plain: Vec<Question> = questions.iter().map(|q| q.question.clone()).collect();
         let counts = fallback_counts(&plain, &predictions);
         assert_eq!(counts.into_iter().collect::<Vec<_>>(), [(TaskId::ALL[3].column(), 1)]);

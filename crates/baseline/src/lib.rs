@@ -79,7 +79,7 @@ pub trait Answerer: Send + Sync {
 }
 
 /// An answerer's reply to one question.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Reply {
     /// The raw answer text.
     pub text: String,
@@ -87,16 +87,43 @@ pub struct Reply {
     /// does not relocalise, say) and it answered with a weaker, documented estimate instead. Fallbacks are
     /// scored like any answer and counted per column.
     pub fallback: Option<String>,
+    /// What the answer was computed from, where the answerer has it (for visualisation; not scored).
+    pub grounding: Grounding,
 }
 
 impl Reply {
     /// A reply by the answerer's own method.
     pub fn new(text: impl Into<String>) -> Self {
-        Reply { text: text.into(), fallback: None }
+        Reply { text: text.into(), fallback: None, grounding: Grounding::default() }
     }
 
     /// A fallback reply, with the reason.
     pub fn fallback(text: impl Into<String>, reason: impl Into<String>) -> Self {
-        Reply { text: text.into(), fallback: Some(reason.into()) }
+        Reply { text: text.into(), fallback: Some(reason.into()), grounding: Grounding::default() }
+    }
+
+    /// The same reply with its grounding.
+    pub fn with_grounding(mut self, grounding: Grounding) -> Self {
+        self.grounding = grounding;
+        self
+    }
+}
+
+/// Where an answer came from, in the answerer's world (the SLAM map's, or the ground truth's with oracle
+/// poses): the camera of the question's current view as it was located (relocalised or the fallback's), and
+/// the target point. `gst eval --rrd` and `gst demo` draw them beside the true answer; nothing scores them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Grounding {
+    /// `world_from_camera` of the current view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub camera: Option<gst_core::Pose3>,
+    /// The target, metres.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<[f64; 3]>,
+}
+
+impl Grounding {
+    pub fn is_empty(&self) -> bool {
+        self.camera.is_none() && self.target.is_none()
     }
 }

@@ -43,7 +43,7 @@ use gst_slam::thumbnail::Thumbnail;
 use crate::drawings::TrajectoryDrawing;
 use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
 use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
-use crate::{AnswerContext, Answerer, BaselineError, Reply};
+use crate::{AnswerContext, Answerer, BaselineError, Grounding, Reply};
 
 /// Where object classes come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -438,7 +438,7 @@ impl MapAnswerer {
             .filter_map(|(k, d)| d.as_ref().map(|d| (d.mismatch(&path), k)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .map_or(0, |(_, k)| k);
-        Ok(Reply { text: letter(best), fallback })
+        Ok(Reply { text: letter(best), fallback, grounding: crate::Grounding::default() })
     }
 }
 
@@ -499,7 +499,8 @@ impl MapAnswerer {
                 } else {
                     metres_text(distance)
                 };
-                Ok(Reply { text, fallback: joined(target_fallback, view_fallback) })
+                let grounding = Grounding { camera: Some(camera), target: Some(target) };
+                Ok(Reply { text, fallback: joined(target_fallback, view_fallback), grounding })
             }
             TaskId::GlobalPositionVisual | TaskId::GlobalPositionSemantic => {
                 let (target, fallback) = self.target_or_fallback(&memory, question)?;
@@ -510,6 +511,7 @@ impl MapAnswerer {
                 Ok(Reply {
                     text: point_text(pixel, registration.image_width, registration.image_height),
                     fallback,
+                    grounding: Grounding { camera: None, target: Some(target) },
                 })
             }
             TaskId::SelfPosition | TaskId::SelfOrientation => {
@@ -526,7 +528,7 @@ impl MapAnswerer {
                 } else {
                     wrap_deg(registration.heading_deg_from_world(&camera)).to_string()
                 };
-                Ok(Reply { text, fallback })
+                Ok(Reply { text, fallback, grounding: Grounding { camera: Some(camera), target: None } })
             }
             TaskId::TopdownSelectionEasy | TaskId::TopdownSelectionMedium | TaskId::TopdownSelectionHard => {
                 let mut best = (f64::NEG_INFINITY, 0);

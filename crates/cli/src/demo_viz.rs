@@ -15,7 +15,9 @@ use gst_baseline::scene_slam::tum_dir;
 use gst_core::{Answer, Pose3, TaskId};
 use gst_io::{QuestionReadOptions, read_bench_questions};
 use gst_slam::metrics::{EvaluationOptions, evaluate};
-use gst_viz::{FrameTime, ImageSettings, NamedImage, QuestionLog, Recorder, TopdownAnswer, TrajectoryKind};
+use gst_viz::{
+    CurrentView, FrameTime, ImageSettings, NamedImage, QuestionLog, Recorder, TopdownAnswer, TrajectoryKind,
+};
 
 /// Exploration frames logged: every this many.
 const FRAME_STEP: usize = 5;
@@ -78,28 +80,42 @@ pub fn record(bench: &Path, eval_dir: &Path, rrd: &Path, spawn: bool) -> Result<
         recorder.log_semantic_map(&gst_map::SemanticMap::load(&map_dir)?, None)?;
     }
 
-    log_questions(&recorder, &files, Some(&scene), eval_dir)?;
+    log_questions(&recorder, bench, &files, Some(&scene), eval_dir)?;
     recorder.finish()?;
     Ok(())
 }
 
 /// Logs the questions of `files` (those of `scene` only, when given) with the answers in
-/// `eval_dir/predictions.jsonl` and the true ones, on the `question` timeline.
+/// `eval_dir/predictions.jsonl` and the true ones, on the `question` timeline; where a prediction carries
+/// its grounding, the located current view (in the camera of the scene's TUM export under `bench`) and the
+/// target in 3D.
 pub fn log_questions(
     recorder: &Recorder,
+    bench: &Path,
     files: &[gst_io::gst::QuestionFile],
     scene: Option<&str>,
     eval_dir: &Path,
 ) -> Result<()> {
-    let predictions: BTreeMap<String, String> =
+    let predictions: BTreeMap<String, gst_baseline::PredictionLine> =
         gst_baseline::read_predictions(&eval_dir.join("predictions.jsonl"))?
             .into_iter()
-            .map(|p| (p.uid, p.prediction))
+            .map(|p| (p.uid.clone(), p))
             .collect();
+    let mut cameras: BTreeMap<String, Option<gst_core::PinholeCamera>> = BTreeMap::new();
     let chosen = files.iter().filter(|f| scene.is_none_or(|s| f.question.scene == s));
     for (index, file) in chosen.enumerate() {
         let q = &file.question;
-        let prediction = predictions.get(&q.uid).cloned().unwrap_or_default();
+        let line = predictions.get(&q.uid);
+        let prediction = line.map(|p| p.prediction.clone()).unwrap_or_default();
+        let grounding = line.map(|p| p.grounding).unwrap_or_default();
+        let camera = match cameras.get(&q.scene) {
+            Some(camera) => *camera,
+            None => {
+                let camera = scene_camera(bench, &q.scene);
+                cameras.insert(q.scene.clone(), camera);
+                camera
+            }
+        };
         let paths = file.image_paths();
         let images: Vec<gst_core::RgbImage> =
             paths.iter().map(|p| gst_io::read_rgb(p)).collect::<Result<_, _>>()?;
@@ -132,6 +148,13 @@ pub fn log_questions(
             }),
             _ => None,
         };
+        // The current view of ED / EDist / Pos / Ori questions is their first image.
+        let current_view = match (grounding.camera, camera) {
+            (Some(slam_from_camera), Some(camera)) => {
+                Some(CurrentView { slam_from_camera, camera, image: images.first() })
+            }
+            _ => None,
+        };
         let log = QuestionLog {
             uid: &q.uid,
             task: q.task.as_str(),
@@ -139,12 +162,20 @@ pub fn log_questions(
             prediction: &prediction,
             ground_truth: &truth_text,
             images: images.iter().zip(&names).map(|(image, name)| NamedImage { name, image }).collect(),
+            current_view,
+            target: grounding.target,
             topdown,
             ..QuestionLog::default()
         };
         recorder.log_question(index, &log)?;
     }
     Ok(())
+}
+
+/// The camera of a scene's exploration (its TUM export's calibration), which the current views share.
+fn scene_camera(bench: &Path, scene: &str) -> Option<gst_core::PinholeCamera> {
+    let sequence = gst_io::TumSequence::open(&tum_dir(bench, scene), None).ok()?;
+    sequence.calibration().map(|c| c.camera)
 }
 
 /// `gt_world_from_est_world` of an SE(3) alignment as a pose.

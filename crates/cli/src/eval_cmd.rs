@@ -102,7 +102,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         let recorder =
             gst_viz::Recorder::to_file("gst eval", rrd)?.with_images(gst_viz::ImageSettings::compact())?;
         let files = read_bench_questions(&args.bench, QuestionReadOptions { check_files: false })?;
-        crate::demo_viz::log_questions(&recorder, &files, None, &args.out)
+        crate::demo_viz::log_questions(&recorder, &args.bench, &files, None, &args.out)
             .with_context(|| format!("writing the Rerun recording {}", rrd.display()))?;
         recorder.finish()?;
     }

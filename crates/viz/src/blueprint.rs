@@ -5,9 +5,10 @@
 //! spawned viewer receives it first. It is sent active and default: the viewer shows it at once, and
 //! "reset blueprint" comes back to it after the user rearranged the views.
 
+use rerun::blueprint::components::{PanelState, PlayState};
 use rerun::blueprint::{
-    Blueprint, ContainerLike, GraphView, Horizontal, Spatial2DView, Spatial3DView, Tabs, TextDocumentView,
-    TextLogView, TimePanel, TimeSeriesView, Vertical,
+    Blueprint, BlueprintPanel, ContainerLike, GraphView, Horizontal, SelectionPanel, Spatial2DView,
+    Spatial3DView, Tabs, TextDocumentView, TextLogView, TimePanel, TimeSeriesView, Vertical,
 };
 
 use crate::paths;
@@ -15,7 +16,8 @@ use crate::paths;
 /// The layout: the 3D world (scene, cameras, trajectories, map) beside the camera's images (colour, depth,
 /// instances); under them the map (top-down and room graph) and the question panel (text, images, top-down
 /// answer); the tracking series and text log along the bottom of the 3D view. The time panel starts on the
-/// `frame` timeline.
+/// `frame` timeline at the latest frame (a recording opens on the whole trajectory and map; press play to
+/// replay it), and the blueprint and selection panels start collapsed so that the views get the window.
 pub fn default_blueprint() -> Blueprint {
     let world = Spatial3DView::new("world").with_origin(paths::WORLD);
     let camera_view = |name: &str, child: &str| -> ContainerLike {
@@ -49,5 +51,9 @@ pub fn default_blueprint() -> Blueprint {
     let right =
         Vertical::new([camera.into(), map.into(), question.into()]).with_row_shares([1.0f32, 1.2, 1.0]);
     Blueprint::new(Horizontal::new([left.into(), right.into()]).with_column_shares([1.3f32, 1.0]))
-        .with_time_panel(TimePanel::new().with_timeline(paths::TIMELINE_FRAME))
+        .with_time_panel(
+            TimePanel::new().with_timeline(paths::TIMELINE_FRAME).with_play_state(PlayState::Following),
+        )
+        .with_blueprint_panel(BlueprintPanel::new().with_state(PanelState::Collapsed))
+        .with_selection_panel(SelectionPanel::new().with_state(PanelState::Collapsed))
 }
