@@ -13,7 +13,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help test-acceptance bench-viz screenshot setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
+.PHONY: help test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
+	@echo "make models      the map baseline's object classifier from 16 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
 	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
@@ -94,6 +95,11 @@ bench-viz: build
 screenshot: setup
 	test -f out/demo/demo.rrd || $(MAKE) demo
 	bash scripts/screenshot.sh out/demo/demo.rrd docs/viewer.png
+
+# The object classifier of the map baseline (models/objects.json, committed): 16 GST-Train scenes.
+models: build
+	$(GST) generate --scenes 0 --train-scenes 16 --seed 7000 --out out/train-objects/data --config models/train-generate.json
+	$(GST) train-objects --split out/train-objects/data/train --out models/objects.json
 
 # Acceptance tests that do not hold yet (ignored in `make test`; see the tests' docs for what fails).
 test-acceptance: setup

@@ -50,7 +50,8 @@ use crate::{AnswerContext, Answerer, BaselineError, Grounding, Reply};
 pub enum ObjectPerception {
     /// Ground-truth instance masks of the TUM export and `scenes/<scene>/annotations.json`: named oracle.
     Oracle,
-    /// Only what the question's pixels show: red boxes in marked videos. Semantic tasks get no object.
+    /// Only what the question's pixels show: red boxes in marked videos. Semantic targets are the map's
+    /// object candidates scored by [`MapAnswererConfig::classifier`] when there is one, else none.
     Marked,
 }
 
@@ -63,6 +64,9 @@ pub struct MapAnswererConfig {
     pub map: MapConfig,
     /// Frames of a sub-trajectory video relocalised (Traj), evenly spaced.
     pub trajectory_frames: usize,
+    /// Object classes for the map's candidates (trained on GST-Train, `gst train-objects`): the target of a
+    /// semantic question under marked perception is the candidate most likely of the named class.
+    pub classifier: Option<Arc<gst_map::ObjectClassifier>>,
 }
 
 impl Default for MapAnswererConfig {
@@ -73,6 +77,7 @@ impl Default for MapAnswererConfig {
             slam: SlamConfig::default(),
             map: MapConfig::default(),
             trajectory_frames: 12,
+            classifier: None,
         }
     }
 }
@@ -155,12 +160,22 @@ impl MapAnswerer {
             (PoseSource::OracleGroundTruth, ObjectPerception::Oracle) => "-oracle-poses-objects",
         };
         let map_dir = context.cache_dir.join(format!("maps{suffix}")).join(scene);
-        let map = if map_dir.join("map.json").is_file() {
-            SemanticMap::load(&map_dir).map_err(|e| BaselineError::Other(e.to_string()))?
-        } else {
-            let map = self.build_map(context.split_dir, scene, &sequence, &frame_poses)?;
-            save_map(&map, &map_dir)?;
-            map
+        // A cached map of an older format is rebuilt.
+        let cached = match SemanticMap::load(&map_dir) {
+            Ok(map) => Some(map),
+            Err(error) if map_dir.join("map.json").is_file() => {
+                tracing::warn!("{}: {error}; rebuilding the map", map_dir.display());
+                None
+            }
+            Err(_) => None,
+        };
+        let map = match cached {
+            Some(map) => map,
+            None => {
+                let map = self.build_map(context.split_dir, scene, &sequence, &frame_poses)?;
+                save_map(&map, &map_dir)?;
+                map
+            }
         };
         Ok(SceneMemory {
             slam,
@@ -210,6 +225,7 @@ impl MapAnswerer {
                     timestamp_s: frame.timestamp_s,
                     world_from_camera: *pose,
                     depth: Some(&frame.depth),
+                    rgb: Some(&frame.rgb),
                     observations: &observations,
                 })
                 .map_err(map_error)?;
@@ -259,6 +275,16 @@ impl MapAnswerer {
         }
         let text = question.question.texts.join(" ").to_lowercase();
         let class = named_class(&text).ok_or_else(|| none("no object class named in the question"))?;
+        if self.config.perception == ObjectPerception::Marked {
+            let classifier = self.config.classifier.as_ref().ok_or_else(|| {
+                none("no object classifier (semantic targets need object classes: gst train-objects)")
+            })?;
+            let (candidate, _) = classifier
+                .best_candidate(&memory.map.candidates, class)
+                .ok_or_else(|| none(&format!("no map object candidate scores as a {class}")))?;
+            let p = memory.map.map_from_world.inverse().transform_point(&Point3::from(candidate.centroid_m));
+            return Ok([p.x, p.y, p.z]);
+        }
         let object = memory
             .map
             .objects

@@ -118,8 +118,8 @@ impl BaselineConfig {
         self.poses == Some(BaselinePoses::Groundtruth) || self.perception == Some(BaselinePerception::Oracle)
     }
 
-    fn answerer(&self) -> Box<dyn Answerer> {
-        match self.answerer {
+    fn answerer(&self) -> Result<Box<dyn Answerer>> {
+        Ok(match self.answerer {
             BaselineAnswerer::Random => Box::new(RandomAnswerer { seed: self.seed.unwrap_or(1) }),
             BaselineAnswerer::Map => Box::new(map_answerer(
                 match self.poses.unwrap_or(BaselinePoses::Slam) {
@@ -130,8 +130,9 @@ impl BaselineConfig {
                     BaselinePerception::Marked => PerceptionArg::Marked,
                     BaselinePerception::Oracle => PerceptionArg::Oracle,
                 },
-            )),
-        }
+                None,
+            )?),
+        })
     }
 }
 
@@ -178,7 +179,7 @@ pub fn run(args: &BaselinesArgs) -> Result<()> {
     for config in configs {
         eprintln!("baseline {}: {}", config.name, config.description);
         let started = std::time::Instant::now();
-        let answerer = config.answerer();
+        let answerer = config.answerer()?;
         let outcome = evaluate(&args.bench, &args.out.join(&config.name), answerer.as_ref(), &config.name)?;
         let seconds = started.elapsed().as_secs_f64();
         eprint!("{}", outcome.text);

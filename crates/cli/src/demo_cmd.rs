@@ -77,7 +77,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let bench = data.join("bench");
     let eval_dir = args.out.join("eval");
     eprintln!("answering with the map baseline (SLAM, semantic map, geometry) in {}", eval_dir.display());
-    let answerer = map_answerer(PosesArg::Slam, PerceptionArg::Marked);
+    let answerer = map_answerer(PosesArg::Slam, PerceptionArg::Marked, None)?;
     let name = gst_baseline::Answerer::name(&answerer);
     let outcome = evaluate(&bench, &eval_dir, &answerer, &name)?;
     let total_s = started.elapsed().as_secs_f64();

@@ -39,7 +39,8 @@ pub enum PosesArg {
 /// Object perception of the map answerer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PerceptionArg {
-    /// Only the question's pixels: red boxes in marked videos (semantic targets stay unknown).
+    /// Only the question's pixels: red boxes in marked videos; semantic targets from the map's object
+    /// candidates and the classifier of --objects-model.
     Marked,
     /// ORACLE instance masks and classes from the generated episode.
     Oracle,
@@ -71,6 +72,10 @@ pub struct EvalArgs {
     /// Object perception of the map answerer.
     #[arg(long, value_enum, default_value = "marked")]
     pub perception: PerceptionArg,
+    /// Object classifier of the map answerer (`gst train-objects`); default models/objects.json when it
+    /// exists.
+    #[arg(long)]
+    pub objects_model: Option<PathBuf>,
     /// Write a Rerun recording of every question with its images, the answer given and the true one.
     #[arg(long)]
     pub rrd: Option<PathBuf>,
@@ -90,7 +95,9 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             vlm = Some(Arc::clone(&model));
             Box::new(args.vlm.answerer(model)?)
         }
-        AnswererKind::Map => Box::new(map_answerer(args.poses, args.perception)),
+        AnswererKind::Map => {
+            Box::new(map_answerer(args.poses, args.perception, args.objects_model.as_deref())?)
+        }
     };
     let name = args.name.clone().unwrap_or_else(|| answerer.name());
     let outcome = evaluate(&args.bench, &args.out, answerer.as_ref(), &name)?;
@@ -115,10 +122,18 @@ pub fn run(args: &EvalArgs) -> Result<()> {
 }
 
 /// The map answerer of a pose source and a perception.
-pub fn map_answerer(poses: PosesArg, perception: PerceptionArg) -> gst_baseline::map_answerer::MapAnswerer {
+pub fn map_answerer(
+    poses: PosesArg,
+    perception: PerceptionArg,
+    objects_model: Option<&Path>,
+) -> Result<gst_baseline::map_answerer::MapAnswerer> {
     use gst_baseline::map_answerer::{MapAnswerer, MapAnswererConfig, ObjectPerception};
     use gst_baseline::scene_slam::PoseSource;
-    MapAnswerer::new(MapAnswererConfig {
+    let classifier = match perception {
+        PerceptionArg::Marked => crate::train_objects_cmd::load_classifier(objects_model)?,
+        PerceptionArg::Oracle => None,
+    };
+    Ok(MapAnswerer::new(MapAnswererConfig {
         poses: match poses {
             PosesArg::Slam => PoseSource::Slam,
             PosesArg::Groundtruth => PoseSource::OracleGroundTruth,
@@ -127,8 +142,9 @@ pub fn map_answerer(poses: PosesArg, perception: PerceptionArg) -> gst_baseline:
             PerceptionArg::Marked => ObjectPerception::Marked,
             PerceptionArg::Oracle => ObjectPerception::Oracle,
         },
+        classifier,
         ..MapAnswererConfig::default()
-    })
+    }))
 }
 
 /// What an evaluation produced.

@@ -22,6 +22,7 @@ mod rrd_args;
 mod scene_cmd;
 mod score_cmd;
 mod slam_cmd;
+mod train_objects_cmd;
 mod traj_eval_cmd;
 mod view_cmd;
 mod vlm_args;
@@ -70,6 +71,8 @@ enum Command {
     MapEval(map_eval_cmd::MapEvalArgs),
     /// Open a Rerun recording (written with `--rrd`) in the viewer.
     View(view_cmd::ViewArgs),
+    /// Learn the map baseline's object classifier from GST-Train scenes (models/objects.json).
+    TrainObjects(train_objects_cmd::TrainObjectsArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -101,6 +104,7 @@ pub fn main() -> ExitCode {
         Command::Map(args) => map_cmd::run(&args),
         Command::MapEval(args) => map_eval_cmd::run(&args),
         Command::View(args) => view_cmd::run(&args),
+        Command::TrainObjects(args) => train_objects_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -270,6 +270,7 @@ pub fn build_map_recorded(
             timestamp_s: frame.timestamp_s,
             world_from_camera: *pose,
             depth: Some(&frame.depth),
+            rgb: Some(&frame.rgb),
             observations: &observations,
         })?;
         if recorder.is_on() {

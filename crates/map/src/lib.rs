@@ -9,6 +9,8 @@
 //! Everything here is computed from frames, poses and calibration. Simulator ground truth enters only
 //! through [`OraclePerception`], named so.
 
+pub mod candidates;
+pub mod classifier;
 pub mod config;
 pub mod error;
 pub mod grid;
@@ -22,6 +24,10 @@ pub mod rooms;
 #[cfg(test)]
 pub(crate) mod testworld;
 
+pub use candidates::{CANDIDATE_VOXEL_M, FEATURE_COUNT, ObjectCandidate};
+pub use classifier::{
+    AnnotatedBox, ObjectClassifier, TrainingSample, label_candidates, read_annotation_boxes,
+};
 pub use config::MapConfig;
 pub use error::MapError;
 pub use grid::GridFrame;

@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use gst_core::{DepthImage, PinholeCamera, Pose3};
+use gst_core::{DepthImage, PinholeCamera, Pose3, RgbImage};
 
+use crate::candidates::{CandidateAccumulator, ObjectCandidate};
 use crate::grid::GridFrame;
 use crate::objects::{ObjectLandmark, ObjectMap, Observation};
 use crate::occupancy::{CellState, OccupancyAccumulator, OccupancyGrid};
@@ -15,7 +16,7 @@ use crate::rooms::{Door, Room, RoomGraph, room_at, room_graph, segment_rooms};
 use crate::{MapConfig, MapError};
 
 /// Version of `map.json`.
-pub const MAP_FORMAT_VERSION: u32 = 1;
+pub const MAP_FORMAT_VERSION: u32 = 2;
 /// Landmarks seen fewer times are not reported.
 const MIN_LANDMARK_OBSERVATIONS: u32 = 2;
 /// Objects farther than this from every room cell are in no room, metres.
@@ -30,6 +31,8 @@ pub struct PosedFrame<'a> {
     pub world_from_camera: Pose3,
     /// Depth in metres registered to the camera, when the frame has it.
     pub depth: Option<&'a DepthImage>,
+    /// The colour image (registered to the depth), when given: it colours the object candidates.
+    pub rgb: Option<&'a RgbImage>,
     /// Object observations of this frame (from a [`crate::Perception`]).
     pub observations: &'a [Observation],
 }
@@ -100,6 +103,8 @@ pub struct SemanticMap {
     pub rooms: Vec<Room>,
     pub doors: Vec<Door>,
     pub objects: Vec<ObjectLandmark>,
+    /// Class-agnostic object candidates from geometry and colour (frames given with colour only).
+    pub candidates: Vec<ObjectCandidate>,
     pub trajectory: Vec<TrajectorySample>,
     pub stats: MapStats,
 }
@@ -112,6 +117,7 @@ pub struct MapBuilder {
     map_from_world: Pose3,
     occupancy: OccupancyAccumulator,
     objects: ObjectMap,
+    candidates: CandidateAccumulator,
     trajectory: Vec<TrajectorySample>,
     stats: MapStats,
 }
@@ -125,6 +131,7 @@ impl MapBuilder {
         Ok(Self {
             occupancy: OccupancyAccumulator::new(&config),
             objects: ObjectMap::new(&config),
+            candidates: CandidateAccumulator::new(),
             config,
             camera,
             map_from_world,
@@ -165,6 +172,9 @@ impl MapBuilder {
                 }
                 if frame.index.is_multiple_of(self.config.frame_stride) {
                     self.occupancy.integrate(&self.camera, depth, &map_from_camera);
+                    if let (Some(rgb), Some(floor)) = (frame.rgb, self.occupancy.floor_z_m()) {
+                        self.candidates.integrate(&self.camera, depth, rgb, &map_from_camera, floor);
+                    }
                     self.objects.add_frame(
                         frame.index,
                         &self.camera,
@@ -190,6 +200,7 @@ impl MapBuilder {
         let segmentation = segment_rooms(&occupancy, &self.config);
         let mut rooms = segmentation.rooms;
         let objects = self.objects.landmarks(MIN_LANDMARK_OBSERVATIONS);
+        let candidates = self.candidates.finish(&occupancy);
         for object in &objects {
             let [x, y, _] = object.centroid_m;
             if let Some(room) = room_at(&occupancy.frame, &segmentation.labels, x, y, OBJECT_ROOM_RADIUS_M)
@@ -207,6 +218,7 @@ impl MapBuilder {
             rooms,
             doors: segmentation.doors,
             objects,
+            candidates,
             trajectory: self.trajectory,
             stats,
         }
@@ -427,6 +439,7 @@ struct MapRecord {
     rooms: Vec<Room>,
     doors: Vec<Door>,
     objects: Vec<ObjectLandmark>,
+    candidates: Vec<ObjectCandidate>,
     trajectory: Vec<TrajectorySample>,
     stats: MapStats,
 }
@@ -472,6 +485,7 @@ impl MapRecord {
             rooms: map.rooms.clone(),
             doors: map.doors.clone(),
             objects: map.objects.clone(),
+            candidates: map.candidates.clone(),
             trajectory: map.trajectory.clone(),
             stats: map.stats.clone(),
         }
@@ -512,6 +526,7 @@ impl MapRecord {
             rooms: self.rooms,
             doors: self.doors,
             objects: self.objects,
+            candidates: self.candidates,
             trajectory: self.trajectory,
             stats: self.stats,
         })
@@ -607,6 +622,7 @@ mod tests {
                     timestamp_s: k as f64 * 0.1,
                     world_from_camera: *pose,
                     depth: Some(&depth),
+                    rgb: None,
                     observations: &observations,
                 })
                 .unwrap();
@@ -728,6 +744,7 @@ mod tests {
                     timestamp_s: 0.0,
                     world_from_camera: Pose3::identity(),
                     depth: None,
+                    rgb: None,
                     observations: &[],
                 })
                 .unwrap();
@@ -745,6 +762,7 @@ mod tests {
                 timestamp_s: 0.0,
                 world_from_camera: pose,
                 depth: Some(&zeros),
+                rgb: None,
                 observations: &[],
             })
             .unwrap();
@@ -763,6 +781,7 @@ mod tests {
                 timestamp_s: 0.1,
                 world_from_camera: pose,
                 depth: Some(&depth),
+                rgb: None,
                 observations: &[],
             })
             .unwrap();
@@ -778,6 +797,7 @@ mod tests {
                     timestamp_s: 0.0,
                     world_from_camera: pose,
                     depth: Some(&small),
+                    rgb: None,
                     observations: &[]
                 })
                 .is_err()

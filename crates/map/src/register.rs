@@ -400,6 +400,7 @@ mod tests {
             rooms: Vec::new(),
             doors: Vec::new(),
             objects: Vec::new(),
+            candidates: Vec::new(),
             trajectory: Vec::new(),
             stats: MapStats::default(),
         }

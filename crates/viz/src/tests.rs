@@ -65,6 +65,7 @@ pub(crate) fn two_room_map() -> SemanticMap {
         rooms: vec![room(0, 0.1), room(1, 2.1)],
         doors: vec![Door { id: 0, rooms: [0, 1], position_m: [2.0, 1.0], width_m: 0.4 }],
         objects: vec![chair],
+        candidates: Vec::new(),
         trajectory: (0..3)
             .map(|k| TrajectorySample {
                 frame: k,
