@@ -22,7 +22,7 @@ help:
 	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
-	@echo "make models      the map baseline's object classifier from 16 GST-Train scenes (models/objects.json)"
+	@echo "make models      the map baseline's object classifier from 32 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
 	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
@@ -96,9 +96,9 @@ screenshot: setup
 	test -f out/demo/demo.rrd || $(MAKE) demo
 	bash scripts/screenshot.sh out/demo/demo.rrd docs/viewer.png
 
-# The object classifier of the map baseline (models/objects.json, committed): 16 GST-Train scenes.
+# The object classifier of the map baseline (models/objects.json, committed): 32 GST-Train scenes.
 models: build
-	$(GST) generate --scenes 0 --train-scenes 16 --seed 7000 --out out/train-objects/data --config models/train-generate.json
+	$(GST) generate --scenes 0 --train-scenes 32 --seed 7000 --out out/train-objects/data --config models/train-generate.json
 	$(GST) train-objects --split out/train-objects/data/train --out models/objects.json
 
 # Acceptance tests that do not hold yet (ignored in `make test`; see the tests' docs for what fails).
