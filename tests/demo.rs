@@ -80,6 +80,9 @@ fn the_demo_answers_and_writes_a_valid_recording() -> anyhow::Result<()> {
         gst_viz::paths::ROOM_GRAPH,
         gst_viz::paths::MAP_OBJECTS,
         gst_viz::paths::QUESTION_TEXT,
+        // The answers' grounding: every ED / EDist question has a located current view and a target.
+        gst_viz::paths::QUESTION_CAMERA,
+        gst_viz::paths::QUESTION_TARGET,
     ] {
         assert!(listing.contains(entity), "rrd print does not list {entity}");
     }
