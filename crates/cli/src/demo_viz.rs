@@ -155,6 +155,14 @@ pub fn log_questions(
             }
             _ => None,
         };
+        // ED / EDist in 3D: the answer given points from the located camera to the target it used; the true
+        // answer is the same point turned to the true direction (ED) or moved to the true distance (EDist).
+        let (predicted_3d, truth_3d) = match (grounding.camera, grounding.target) {
+            (Some(camera), Some(target)) if egocentric_task(q.task) => {
+                (Some(target), true_egocentric_point(&camera, target, q.answer))
+            }
+            _ => (None, None),
+        };
         let log = QuestionLog {
             uid: &q.uid,
             task: q.task.as_str(),
@@ -164,12 +172,47 @@ pub fn log_questions(
             images: images.iter().zip(&names).map(|(image, name)| NamedImage { name, image }).collect(),
             current_view,
             target: grounding.target,
+            predicted: predicted_3d,
+            truth: truth_3d,
             topdown,
-            ..QuestionLog::default()
         };
         recorder.log_question(index, &log)?;
     }
     Ok(())
+}
+
+fn egocentric_task(task: TaskId) -> bool {
+    matches!(
+        task,
+        TaskId::EgocentricDirectionVisual
+            | TaskId::EgocentricDirectionSemantic
+            | TaskId::EgocentricDistanceVisual
+            | TaskId::EgocentricDistanceSemantic
+    )
+}
+
+/// Where the true ED / EDist answer puts the target, seen from the located camera: `target` (the answerer's)
+/// turned about the camera's vertical axis to the true direction (left positive, `atan2(-x, z)` in the
+/// camera frame), or scaled to the true distance.
+fn true_egocentric_point(world_from_camera: &Pose3, target: [f64; 3], truth: Answer) -> Option<[f64; 3]> {
+    let p = world_from_camera.inverse().transform_point(&nalgebra::Point3::from(target));
+    let local = match truth {
+        Answer::Degrees(degrees) => {
+            let r = p.x.hypot(p.z);
+            let a = f64::from(degrees).to_radians();
+            nalgebra::Point3::new(-r * a.sin(), p.y, r * a.cos())
+        }
+        Answer::Metres(metres) => {
+            let d = p.coords.norm();
+            if d < 1e-9 {
+                return None;
+            }
+            nalgebra::Point3::from(p.coords * (metres / d))
+        }
+        _ => return None,
+    };
+    let w = world_from_camera.transform_point(&local);
+    Some([w.x, w.y, w.z])
 }
 
 /// The camera of a scene's exploration (its TUM export's calibration), which the current views share.
@@ -181,4 +224,26 @@ fn scene_camera(bench: &Path, scene: &str) -> Option<gst_core::PinholeCamera> {
 /// `gt_world_from_est_world` of an SE(3) alignment as a pose.
 fn alignment_pose(alignment: &gst_slam::metrics::Alignment) -> Pose3 {
     alignment.transform_pose(&Pose3::identity())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn true_answers_turn_or_stretch_the_answerers_target() {
+        // A camera at (1, 2, 0) looking along world +x (camera z), camera y pointing down (world -z).
+        let rotation = nalgebra::Matrix3::new(0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, -1.0, 0.0);
+        let camera = Pose3::from_rotation_matrix(nalgebra::Vector3::new(1.0, 2.0, 0.0), &rotation);
+        let ahead = [4.0, 2.0, 0.0];
+        // 90 degrees left of the optical axis: world +y (camera -x) at the same range.
+        let left = true_egocentric_point(&camera, ahead, Answer::Degrees(90)).unwrap();
+        assert!(
+            (left[0] - 1.0).abs() < 1e-9 && (left[1] - 5.0).abs() < 1e-9 && left[2].abs() < 1e-9,
+            "{left:?}"
+        );
+        let near = true_egocentric_point(&camera, ahead, Answer::Metres(1.5)).unwrap();
+        assert!((near[0] - 2.5).abs() < 1e-9 && (near[1] - 2.0).abs() < 1e-9, "{near:?}");
+        assert!(true_egocentric_point(&camera, ahead, Answer::Choice('A')).is_none());
+    }
 }
