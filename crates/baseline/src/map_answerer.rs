@@ -33,9 +33,8 @@ use gst_core::{ObjectClass, Pose3, RgbImage, TaskId};
 use gst_io::TumSequence;
 use gst_io::gst::QuestionFile;
 use gst_map::{
-    MapBuilder, MapConfig, NoPerception, OraclePerception, Perception, PosedFrame, Registration, SemanticMap,
-    TopdownView, gravity_alignment, locate_marked_target_from, poses_per_frame, register, render_binary,
-    render_semantic,
+    MapConfig, NoPerception, OraclePerception, Perception, Registration, SemanticMap, TopdownView,
+    locate_marked_target_from, map_sequence, poses_per_frame, register, render_binary, render_semantic,
 };
 use gst_slam::SlamConfig;
 use gst_slam::thumbnail::Thumbnail;
@@ -197,12 +196,6 @@ impl MapAnswerer {
         frame_poses: &[Option<Pose3>],
     ) -> Result<SemanticMap, BaselineError> {
         let map_error = |e: gst_map::MapError| BaselineError::Other(e.to_string());
-        let camera = sequence
-            .calibration()
-            .map(|c| c.camera)
-            .ok_or_else(|| BaselineError::file(sequence.dir(), "no calibration.yaml"))?;
-        let known: Vec<Pose3> = frame_poses.iter().flatten().copied().collect();
-        let map_from_world = gravity_alignment(&known);
         let mut perception: Box<dyn Perception> = match self.config.perception {
             ObjectPerception::Oracle => {
                 let annotations = split_dir.join("scenes").join(scene).join("annotations.json");
@@ -210,27 +203,7 @@ impl MapAnswerer {
             }
             ObjectPerception::Marked => Box::new(NoPerception),
         };
-        let mut builder =
-            MapBuilder::new(self.config.map.clone(), camera, map_from_world).map_err(map_error)?;
-        for (k, pose) in frame_poses.iter().enumerate() {
-            let Some(pose) = pose else { continue };
-            if !k.is_multiple_of(self.config.map.frame_stride.max(1)) {
-                continue;
-            }
-            let frame = sequence.frame(k)?;
-            let observations = perception.observe(k, &frame.rgb).map_err(map_error)?;
-            builder
-                .add_frame(&PosedFrame {
-                    index: k,
-                    timestamp_s: frame.timestamp_s,
-                    world_from_camera: *pose,
-                    depth: Some(&frame.depth),
-                    rgb: Some(&frame.rgb),
-                    observations: &observations,
-                })
-                .map_err(map_error)?;
-        }
-        Ok(builder.finish())
+        map_sequence(sequence, frame_poses, self.config.map.clone(), perception.as_mut()).map_err(map_error)
     }
 
     fn registration(

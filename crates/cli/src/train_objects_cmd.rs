@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use gst_core::ObjectClass;
 use gst_io::TumSequence;
 use gst_map::{
-    MapBuilder, MapConfig, ObjectClassifier, PosedFrame, TrainingSample, gravity_alignment, label_candidates,
+    MapConfig, NoPerception, ObjectClassifier, TrainingSample, label_candidates, map_sequence,
     poses_per_frame, read_annotation_boxes,
 };
 
@@ -100,31 +100,9 @@ fn scene_samples(split: &Path, scene: &str, frame_stride: usize) -> Result<Vec<T
     let truth = sequence.groundtruth().with_context(|| {
         format!("{}: no groundtruth.txt (training needs the generator's poses)", tum.display())
     })?;
-    let camera = sequence
-        .calibration()
-        .map(|c| c.camera)
-        .with_context(|| format!("{}: no calibration", tum.display()))?;
     let poses = poses_per_frame(&sequence, truth);
-    let known: Vec<_> = poses.iter().flatten().copied().collect();
-    let map_from_world = gravity_alignment(&known);
     let config = MapConfig { frame_stride, ..MapConfig::default() };
-    let mut builder = MapBuilder::new(config, camera, map_from_world)?;
-    for (k, pose) in poses.iter().enumerate() {
-        let Some(pose) = pose else { continue };
-        if !k.is_multiple_of(frame_stride) {
-            continue;
-        }
-        let frame = sequence.frame(k)?;
-        builder.add_frame(&PosedFrame {
-            index: k,
-            timestamp_s: frame.timestamp_s,
-            world_from_camera: *pose,
-            depth: Some(&frame.depth),
-            rgb: Some(&frame.rgb),
-            observations: &[],
-        })?;
-    }
-    let map = builder.finish();
+    let map = map_sequence(&sequence, &poses, config, &mut NoPerception)?;
     let boxes = read_annotation_boxes(&split.join("scenes").join(scene).join("annotations.json"))?;
     Ok(label_candidates(&map.candidates, &boxes, &map.map_from_world, scene))
 }

@@ -70,8 +70,14 @@ pub fn write_depth_png(path: &Path, depth: &DepthImage, depth_scale: f64) -> Res
 
 /// Writes instance ids as a 16-bit PNG (0 = structure or nothing).
 pub fn write_instance_png(path: &Path, ids: &InstanceImage) -> Result<(), IoError> {
-    let bytes: Vec<u8> = ids.data().iter().flat_map(|id| id.to_be_bytes()).collect();
-    atomic_write(path, &encode_png(path, ids.width(), ids.height(), PngKind::Gray16, &bytes)?)
+    atomic_write(path, &encode_gray16_png(ids.width(), ids.height(), ids.data(), path)?)
+}
+
+/// Encodes 16-bit grey samples (row-major) as a PNG in memory, with the fast settings of the writers here;
+/// `what` names the image in errors.
+pub fn encode_gray16_png(width: u32, height: u32, samples: &[u16], what: &Path) -> Result<Vec<u8>, IoError> {
+    let bytes: Vec<u8> = samples.iter().flat_map(|v| v.to_be_bytes()).collect();
+    encode_png(what, width, height, PngKind::Gray16, &bytes)
 }
 
 /// Encodes an RGB image as JPEG in memory (OpenCV's libjpeg, `quality` 1–100); `what` names the image in

@@ -1,6 +1,7 @@
 //! Class-agnostic object candidates: what stands on the floor and is not a wall, from posed RGB-D alone.
 //!
-//! Every integrated frame's depth samples (with their colour) vote into a sparse 5 cm voxel set in the map
+//! Every integrated frame's depth samples (those of the occupancy grid, at its pixel stride; with their
+//! colour) vote into a sparse 5 cm voxel set in the map
 //! frame. At the end, voxels seen in at least two frames, between just above the estimated floor and 2.2 m
 //! above it, and not over a wall cell of the occupancy grid (`structure`: walls seen above door height),
 //! are grouped into 26-connected clusters; each cluster large enough is a candidate with a yaw box and a
@@ -9,20 +10,17 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use nalgebra::Point2;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use gst_core::{DepthImage, PinholeCamera, Pose3, RgbImage};
+use gst_core::RgbImage;
 
 use crate::objects::{YawBox, fit_box};
-use crate::occupancy::OccupancyGrid;
+use crate::occupancy::{DepthSample, OccupancyGrid};
 
 /// Side of the candidate voxels, metres (the landmarks' voxel size, so [`fit_box`] applies).
 pub const CANDIDATE_VOXEL_M: f64 = 0.05;
-/// Depth samples are taken every this many pixels in each direction.
-const PIXEL_STRIDE: usize = 4;
-/// Depth beyond this is too noisy to shape objects, metres.
+/// Depth outside this range is too close or too noisy to shape objects, metres.
+const MIN_RANGE_M: f64 = 0.1;
 const MAX_RANGE_M: f64 = 5.0;
 /// A voxel counts when seen in at least this many frames.
 const MIN_VOXEL_FRAMES: u32 = 2;
@@ -84,41 +82,20 @@ impl CandidateAccumulator {
         Self::default()
     }
 
-    /// Votes one frame's depth samples (with their colour) into voxels; `floor_z_m` is the floor estimate
-    /// of the moment (samples far outside the band above it are skipped).
-    pub fn integrate(
-        &mut self,
-        camera: &PinholeCamera,
-        depth: &DepthImage,
-        rgb: &RgbImage,
-        map_from_camera: &Pose3,
-        floor_z_m: f64,
-    ) {
-        let (w, h) = (depth.width() as usize, depth.height() as usize);
-        if w == 0 || h == 0 || (rgb.width() as usize, rgb.height() as usize) != (w, h) {
-            return;
-        }
+    /// Votes one frame's depth samples (shared with the occupancy grid, [`sample_depth`]) with the colour of
+    /// their pixels into voxels; `floor_z_m` is the floor estimate of the moment (samples far outside the
+    /// band above it are skipped, as are depths beyond 5 m). `rgb` must be the depth's size.
+    pub(crate) fn integrate(&mut self, samples: &[DepthSample], rgb: &RgbImage, floor_z_m: f64) {
         self.frames += 1;
         let stamp = self.frames;
-        let (data, colours) = (depth.data(), rgb.data());
+        let colours = rgb.data();
         let band = (floor_z_m + VOTE_BAND_M.0, floor_z_m + VOTE_BAND_M.1);
-        let samples: Vec<([i32; 3], [u8; 3])> = (0..h.div_ceil(PIXEL_STRIDE))
-            .into_par_iter()
-            .flat_map_iter(|ri| {
-                let v = ri * PIXEL_STRIDE;
-                (0..w.div_ceil(PIXEL_STRIDE)).filter_map(move |ci| {
-                    let u = ci * PIXEL_STRIDE;
-                    let d = f64::from(data[v * w + u]);
-                    if !(d.is_finite() && d > 0.1 && d < MAX_RANGE_M) {
-                        return None;
-                    }
-                    let p = map_from_camera
-                        .transform_point(&camera.unproject(&Point2::new(u as f64, v as f64), d));
-                    (p.z >= band.0 && p.z <= band.1).then(|| (voxel_key([p.x, p.y, p.z]), colours[v * w + u]))
-                })
-            })
-            .collect();
-        for (key, colour) in samples {
+        let kept = samples.iter().filter(|s| {
+            s.depth_m > MIN_RANGE_M && s.depth_m < MAX_RANGE_M && (band.0..=band.1).contains(&s.point[2])
+        });
+        for s in kept {
+            let Some(&colour) = colours.get(s.pixel) else { continue };
+            let key = voxel_key(s.point);
             let voxel = self.voxels.entry(key).or_default();
             if voxel.last_frame != stamp {
                 voxel.last_frame = stamp;

@@ -33,7 +33,10 @@ pub use error::MapError;
 pub use grid::GridFrame;
 /// Moved to gst-core (SLAM's relocaliser needs it too); re-exported where the map's users find it.
 pub use gst_core::gravity_alignment;
-pub use map::{MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, TrajectorySample, poses_per_frame};
+pub use map::{
+    MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, TrajectorySample, map_sequence,
+    poses_per_frame,
+};
 pub use objects::{ObjectLandmark, ObjectMap, Observation, Region, YawBox};
 pub use occupancy::{CellState, OccupancyGrid};
 pub use perception::{

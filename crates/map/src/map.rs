@@ -11,7 +11,7 @@ use gst_core::{DepthImage, PinholeCamera, Pose3, RgbImage};
 use crate::candidates::{CandidateAccumulator, ObjectCandidate};
 use crate::grid::GridFrame;
 use crate::objects::{ObjectLandmark, ObjectMap, Observation};
-use crate::occupancy::{CellState, OccupancyAccumulator, OccupancyGrid};
+use crate::occupancy::{CellState, OccupancyAccumulator, OccupancyGrid, sample_depth};
 use crate::rooms::{Door, Room, RoomGraph, room_at, room_graph, segment_rooms};
 use crate::{MapConfig, MapError};
 
@@ -60,6 +60,42 @@ pub fn poses_per_frame(
                 .map(|p| p.world_from_camera)
         })
         .collect()
+}
+
+/// The map of a TUM RGB-D sequence: every `config.frame_stride`-th frame that has a pose in `frame_poses`
+/// (colour, depth and `perception`'s observations), in the gravity-aligned frame of the poses, with the
+/// sequence's calibration. What the map answerer and `gst train-objects` build (`gst map` adds progress and
+/// recording to the same loop).
+pub fn map_sequence(
+    sequence: &gst_io::TumSequence,
+    frame_poses: &[Option<Pose3>],
+    config: MapConfig,
+    perception: &mut dyn crate::Perception,
+) -> Result<SemanticMap, MapError> {
+    let camera = sequence.calibration().map(|c| c.camera).ok_or_else(|| MapError::InvalidInput {
+        path: sequence.dir().into(),
+        message: "no calibration.yaml".into(),
+    })?;
+    let known: Vec<Pose3> = frame_poses.iter().flatten().copied().collect();
+    let stride = config.frame_stride.max(1);
+    let mut builder = MapBuilder::new(config, camera, gst_core::gravity_alignment(&known))?;
+    for (k, pose) in frame_poses.iter().enumerate() {
+        let Some(pose) = pose else { continue };
+        if !k.is_multiple_of(stride) {
+            continue;
+        }
+        let frame = sequence.frame(k)?;
+        let observations = perception.observe(k, &frame.rgb)?;
+        builder.add_frame(&PosedFrame {
+            index: k,
+            timestamp_s: frame.timestamp_s,
+            world_from_camera: *pose,
+            depth: Some(&frame.depth),
+            rgb: Some(&frame.rgb),
+            observations: &observations,
+        })?;
+    }
+    Ok(builder.finish())
 }
 
 /// Timing and counts of a build.
@@ -171,9 +207,18 @@ impl MapBuilder {
                     )));
                 }
                 if frame.index.is_multiple_of(self.config.frame_stride) {
-                    self.occupancy.integrate(&self.camera, depth, &map_from_camera);
-                    if let (Some(rgb), Some(floor)) = (frame.rgb, self.occupancy.floor_z_m()) {
-                        self.candidates.integrate(&self.camera, depth, rgb, &map_from_camera, floor);
+                    let samples = sample_depth(
+                        &self.camera,
+                        depth,
+                        &map_from_camera,
+                        self.config.pixel_stride as usize,
+                    );
+                    self.occupancy.integrate_samples(&samples, &map_from_camera);
+                    // Colour of another size than the depth is ignored (the candidates need both).
+                    if let (Some(rgb), Some(floor)) = (frame.rgb, self.occupancy.floor_z_m())
+                        && (rgb.width(), rgb.height()) == (depth.width(), depth.height())
+                    {
+                        self.candidates.integrate(&samples, rgb, floor);
                     }
                     self.objects.add_frame(
                         frame.index,

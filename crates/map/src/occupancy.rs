@@ -249,29 +249,19 @@ impl OccupancyAccumulator {
 
     /// Integrates one frame: `map_from_camera` places the camera in the map frame (z up).
     pub fn integrate(&mut self, camera: &PinholeCamera, depth: &DepthImage, map_from_camera: &Pose3) {
-        let stride = self.config.pixel_stride as usize;
-        let (w, h) = (depth.width() as usize, depth.height() as usize);
-        if w == 0 || h == 0 || depth.data().len() != w * h {
+        if depth.width() == 0 || depth.height() == 0 {
             return;
         }
+        let samples = sample_depth(camera, depth, map_from_camera, self.config.pixel_stride as usize);
+        self.integrate_samples(&samples, map_from_camera);
+    }
+
+    /// Integrates one frame's depth samples ([`sample_depth`] at the configured pixel stride); those outside
+    /// the configured depth range are skipped.
+    pub(crate) fn integrate_samples(&mut self, samples: &[DepthSample], map_from_camera: &Pose3) {
         let (min_r, max_r) = (self.config.min_range_m, self.config.max_range_m);
-        let data = depth.data();
-        let points: Vec<[f64; 3]> = (0..h.div_ceil(stride))
-            .into_par_iter()
-            .flat_map_iter(|ri| {
-                let v = ri * stride;
-                (0..w.div_ceil(stride)).filter_map(move |ci| {
-                    let u = ci * stride;
-                    let d = f64::from(data[v * w + u]);
-                    if !(d.is_finite() && d > min_r && d < max_r) {
-                        return None;
-                    }
-                    let p = camera.unproject(&nalgebra::Point2::new(u as f64, v as f64), d);
-                    let q = map_from_camera.transform_point(&p);
-                    Some([q.x, q.y, q.z])
-                })
-            })
-            .collect();
+        let points: Vec<[f64; 3]> =
+            samples.iter().filter(|s| s.depth_m > min_r && s.depth_m < max_r).map(|s| s.point).collect();
         let cam = map_from_camera.translation();
         // Height votes first, so that the very first frame is classified with its own floor.
         for p in &points {
@@ -419,6 +409,47 @@ fn trace_line(a: (u32, u32), b: (u32, u32), mut visit: impl FnMut(u32, u32)) {
 }
 
 /// Back-projects a pixel of a depth image into the map frame (`None` without a valid depth).
+/// A valid depth pixel of a frame, back-projected into the map frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DepthSample {
+    /// Row-major pixel index (`v * width + u`), to look up the colour of the same pixel.
+    pub pixel: usize,
+    pub depth_m: f64,
+    pub point: [f64; 3],
+}
+
+/// Every `stride`-th pixel (in both directions) with a finite, positive depth, back-projected into the map
+/// frame in parallel: the one pass over a frame's depth that occupancy and object candidates share.
+pub(crate) fn sample_depth(
+    camera: &PinholeCamera,
+    depth: &DepthImage,
+    map_from_camera: &Pose3,
+    stride: usize,
+) -> Vec<DepthSample> {
+    let stride = stride.max(1);
+    let (w, h) = (depth.width() as usize, depth.height() as usize);
+    if w == 0 || h == 0 || depth.data().len() != w * h {
+        return Vec::new();
+    }
+    let data = depth.data();
+    (0..h.div_ceil(stride))
+        .into_par_iter()
+        .flat_map_iter(|ri| {
+            let v = ri * stride;
+            (0..w.div_ceil(stride)).filter_map(move |ci| {
+                let u = ci * stride;
+                let d = f64::from(data[v * w + u]);
+                if !(d.is_finite() && d > 0.0) {
+                    return None;
+                }
+                let p = camera.unproject(&nalgebra::Point2::new(u as f64, v as f64), d);
+                let q = map_from_camera.transform_point(&p);
+                Some(DepthSample { pixel: v * w + u, depth_m: d, point: [q.x, q.y, q.z] })
+            })
+        })
+        .collect()
+}
+
 pub(crate) fn map_point(
     camera: &PinholeCamera,
     depth: &DepthImage,

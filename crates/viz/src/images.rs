@@ -200,8 +200,13 @@ pub(crate) fn depth_payload(depth: &DepthImage, encoding: DepthEncoding) -> Resu
             Ok(DepthPayload::Raw(rerun::DepthImage::from_gray16(bytes, resolution).with_meter(MM_PER_M)))
         }
         DepthEncoding::PngMm => {
-            let bytes: Vec<u8> = depth_mm(depth).iter().flat_map(|d| d.to_be_bytes()).collect();
-            let png = encode_png_gray16(depth.width(), depth.height(), &bytes)?;
+            let png = gst_io::encode_gray16_png(
+                depth.width(),
+                depth.height(),
+                &depth_mm(depth),
+                std::path::Path::new("recorded depth frame"),
+            )
+            .map_err(|e| VizError::Encode(format!("depth PNG: {e}")))?;
             Ok(DepthPayload::Encoded(
                 rerun::EncodedDepthImage::new(png)
                     .with_media_type(rerun::MediaType::png())
@@ -209,23 +214,6 @@ pub(crate) fn depth_payload(depth: &DepthImage, encoding: DepthEncoding) -> Resu
             ))
         }
     }
-}
-
-/// A 16-bit grey PNG of big-endian samples, with the fast settings gst-io uses for the TUM export (fdeflate,
-/// Paeth filter: about a millisecond for a 640x512 frame).
-fn encode_png_gray16(width: u32, height: u32, bytes: &[u8]) -> Result<Vec<u8>, VizError> {
-    let fail = |e: png::EncodingError| VizError::Encode(format!("depth PNG: {e}"));
-    let mut out = Vec::with_capacity(bytes.len() / 3);
-    let mut encoder = png::Encoder::new(&mut out, width, height);
-    encoder.set_color(png::ColorType::Grayscale);
-    encoder.set_depth(png::BitDepth::Sixteen);
-    encoder.set_compression(png::Compression::Fast);
-    encoder.set_filter(png::FilterType::Paeth);
-    encoder.set_adaptive_filter(png::AdaptiveFilterType::NonAdaptive);
-    let mut writer = encoder.write_header().map_err(fail)?;
-    writer.write_image_data(bytes).map_err(fail)?;
-    writer.finish().map_err(fail)?;
-    Ok(out)
 }
 
 /// Instance ids as a `SegmentationImage` of u16 class ids (the `AnnotationContext` on `world` names them).
