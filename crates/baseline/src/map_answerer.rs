@@ -334,8 +334,11 @@ impl MapAnswerer {
                         message: "the current view could not be relocalised and the map has no keyframes"
                             .into(),
                     })?;
-                let reason =
-                    format!("current view not relocalised: the pose of keyframe {keyframe}, the most alike");
+                let reason = if keyframe == u32::MAX {
+                    "current view not relocalised: the render-and-compare pose most alike".to_string()
+                } else {
+                    format!("current view not relocalised: the pose of keyframe {keyframe}, the most alike")
+                };
                 (pose, Some(reason))
             }
         };

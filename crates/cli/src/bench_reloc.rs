@@ -5,6 +5,14 @@
 //! `OUT/<scene>/` and reused by later runs); the estimate's world is mapped onto the truth's by the ATE
 //! alignment of the trajectory (evaluation only), then every current view of `scenes/<scene>/views.json`
 //! is relocalised from its image alone.
+//!
+//! Diagnostics (logged at info level for every view not placed within the bounds): the render-and-compare
+//! score at the true pose and the best hypotheses' errors, the photometric check at the true pose, and
+//! whether relocalising from the true pose succeeds. `GST_DEBUG_PLACES=DIR` also writes, per such view, the
+//! panorama rendered at the true pose beside the image's (`*.rendered.png`, `*.query.png`) and the
+//! photometric check's strip (`*.check.png`: the image, the keyframes' prediction, each keyframe's warp);
+//! `GST_DEBUG_REFINED=1` logs for every view the photometrically refined place hypotheses (correlation,
+//! coverage, position and heading error).
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +36,10 @@ pub struct RelocBenchArgs {
     /// Only the first N scenes.
     #[arg(long)]
     pub scenes: Option<usize>,
+    /// Only views whose image path contains this (e.g. `scene_005/view_01`); scenes without such a view
+    /// are skipped.
+    #[arg(long)]
+    pub view: Option<String>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -76,6 +88,10 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
     if let Some(n) = args.scenes {
         scenes.truncate(n);
     }
+    if let Some(view) = &args.view {
+        // A filter naming a scene (`scene_005/view_01`) spares the other scenes' SLAM.
+        scenes.retain(|scene| !view.contains('/') || view.contains(&format!("{scene}/")));
+    }
     anyhow::ensure!(!scenes.is_empty(), "{}: no scene has views.json", args.data.display());
     let config = SlamConfig::default();
     let mut results = Vec::new();
@@ -92,8 +108,14 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
         let views_path = args.data.join("scenes").join(scene).join("views.json");
         let text = std::fs::read_to_string(&views_path)
             .with_context(|| format!("reading {}", views_path.display()))?;
-        let views: Vec<ViewRecord> = serde_json::from_str(&text)
+        let mut views: Vec<ViewRecord> = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a views file", views_path.display()))?;
+        if let Some(wanted) = &args.view {
+            views.retain(|v| v.image.contains(wanted.as_str()));
+            if views.is_empty() {
+                continue;
+            }
+        }
         let started = std::time::Instant::now();
         let places = gst_baseline::scene_slam::place_index(&map, &sequence)?;
         tracing::info!(
@@ -128,6 +150,23 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             }
             let correct = result.position_error_m.is_some_and(|e| e < 0.3)
                 && result.heading_error_deg.is_some_and(|e| e < 10.0);
+            if std::env::var_os("GST_DEBUG_REFINED").is_some() {
+                let refined: Vec<String> = relocalizer
+                    .refined_places(&image, 12)
+                    .iter()
+                    .map(|(pose, check)| {
+                        let e = alignment.transform_pose(pose);
+                        format!(
+                            "{:.3} {:.2} {:.2} {:.0}",
+                            check.ncc,
+                            check.coverage,
+                            (e.translation() - view.world_from_camera.translation()).norm(),
+                            (e.rotation().inverse() * view.world_from_camera.rotation()).angle().to_degrees()
+                        )
+                    })
+                    .collect();
+                tracing::info!("{scene} {} refined places {correct}: {refined:?}", view.image);
+            }
             if !correct {
                 // Diagnostics: does the map explain the true pose, and does relocalising from it work?
                 let truth_in_map = alignment.inverse_transform_pose(&view.world_from_camera);
@@ -140,6 +179,9 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     let stem = view.image.replace('/', "_");
                     gst_io::write_rgb_png(&Path::new(&dir).join(format!("{stem}.rendered.png")), &rendered)?;
                     gst_io::write_rgb_png(&Path::new(&dir).join(format!("{stem}.query.png")), &query)?;
+                    if let Some(check) = relocalizer.check_images(&image, &truth_in_map) {
+                        gst_io::write_rgb_png(&Path::new(&dir).join(format!("{stem}.check.png")), &check)?;
+                    }
                 }
                 let hypotheses: Vec<String> = places
                     .hypotheses(&image, 8)

@@ -1,13 +1,18 @@
 //! Relocalisation of one RGB image without depth against a SLAM map: the building block of every current-view
 //! question.
 //!
-//! The image's ORB descriptors vote for keyframes through the descriptor index ([`crate::index`]); for the
-//! best-voted keyframes, brute-force matching to their map points gives 2D–3D correspondences, PnP-RANSAC
-//! (OpenCV) a first pose, and matching the map points of nearby keyframes projected with that pose, then
-//! motion-only optimisation on reprojection errors, a pose per hypothesis. Each hypothesis is then checked
-//! photometrically ([`crate::thumbnail`]): the thumbnails of the keyframes nearest the pose, warped into it by
-//! their depth, are correlated with the image's. Repeated textures (wallpaper, tiles) can make the matches of
-//! a keyframe metres away agree on a shifted pose; what does not repeat in the view decides between them. The
+//! Hypotheses come from three sources: the keyframes most voted for by the image's ORB descriptors
+//! through the descriptor index ([`crate::index`]) and those whose coarse layout looks most like the
+//! image's, each matched together with its neighbours in time; the places in space where most descriptors
+//! find a stored copy ([`Relocalizer::window_matches`]: the map points of one place, whenever the
+//! exploration saw it); and render-and-compare place recognition ([`crate::panorama`]), refined
+//! photometrically. Matches give a first pose by PnP-RANSAC (OpenCV); matching the map points of the
+//! keyframes that see that pose projected into it, then motion-only optimisation on reprojection errors,
+//! refine it. Each hypothesis is then checked photometrically ([`crate::thumbnail`]): the thumbnails of the
+//! keyframes that see most of what the pose would see ([`Relocalizer::keyframes_seeing`] — for a novel
+//! viewpoint these are often metres away or facing elsewhere), warped into it by their depth, are
+//! correlated with the image's. Repeated textures (wallpaper, tiles) can make the matches of a keyframe
+//! metres away agree on a shifted pose; what does not repeat in the view decides between them. The
 //! hypothesis with the highest correlation wins, and none is returned when no correlation reaches
 //! [`MIN_NCC`].
 //!
@@ -27,7 +32,7 @@ use crate::map_file::{SlamMap, StoredKeyframe};
 use crate::optimize::{optimize_pose, pnp_ransac};
 use crate::panorama::PlaceIndex;
 use crate::system::{match_to_points, observations};
-use crate::thumbnail::{PhotometricCheck, Thumbnail, forward, photometric_check};
+use crate::thumbnail::{PhotometricCheck, Thumbnail, photometric_check};
 use crate::{SlamConfig, SlamError};
 
 /// A relocalised camera.
@@ -58,6 +63,9 @@ pub struct Relocalizer<'a> {
     config: SlamConfig,
     /// Per keyframe, its thumbnail's layout signature ([`layout`]).
     layouts: Vec<Vec<f32>>,
+    /// Per keyframe, world points on a sparse grid of its thumbnail's depth: what it saw, to choose the
+    /// keyframes that see what a pose would see ([`Relocalizer::keyframes_seeing`]).
+    anchors: Vec<Vec<Point3<f64>>>,
 }
 
 /// Keyframe hypotheses tried per image.
@@ -84,8 +92,23 @@ struct Judged {
     accepted: bool,
 }
 
+/// Place windows tried per image ([`Relocalizer::window_matches`]), the edge of their cells, metres, and the
+/// descriptor distance of a copy.
+const WINDOW_HYPOTHESES: usize = 6;
+const WINDOW_CELL_M: f64 = 1.5;
+const WINDOW_DISTANCE: u32 = 50;
 /// Keyframes warped into a hypothesis for its photometric check.
-const CHECK_KEYFRAMES: usize = 4;
+const CHECK_KEYFRAMES: usize = 6;
+/// Keyframes whose map points are matched around a hypothesis, besides those near it facing its way.
+const MATCH_KEYFRAMES: usize = 10;
+/// Thumbnail pixels between a keyframe's anchors, in each direction.
+const ANCHOR_STEP: usize = 8;
+/// Keyframes farther than this from a pose are not considered to see what it sees, metres.
+const SEEING_RANGE_M: f64 = 10.0;
+/// Cells per side of the image grid over which keyframes' views of a pose are compared.
+const SEEING_CELLS: usize = 8;
+/// Cells per side of the coarse depth buffer that hides anchors behind nearer surfaces.
+const SEEING_DEPTH_CELLS: usize = 32;
 /// Hamming distance under which a descriptor votes for a keyframe.
 const VOTE_DISTANCE: u32 = 40;
 /// Keyframes before and after a hypothesis whose points join its matching.
@@ -113,6 +136,7 @@ impl<'a> Relocalizer<'a> {
             }
         }
         let layouts = map.keyframes.iter().map(|k| layout(&k.thumbnail)).collect();
+        let anchors = map.keyframes.iter().map(anchors).collect();
         Ok(Self {
             map,
             places: None,
@@ -120,6 +144,7 @@ impl<'a> Relocalizer<'a> {
             orb: OrbExtractor::new(&config.orb)?,
             config: config.clone(),
             layouts,
+            anchors,
         })
     }
 
@@ -181,25 +206,34 @@ impl<'a> Relocalizer<'a> {
             }
         };
         let mut shift_seeds: Vec<(Relocalization, Vec<u32>)> = Vec::new();
-        for &kf in &ranked {
-            // Match against the hypothesis and its neighbours in time: more of the place's points.
-            let first = kf.saturating_sub(NEIGHBOURS);
-            let last = (kf + NEIGHBOURS).min(self.map.keyframes.len().saturating_sub(1) as u32);
-            let mut matches: Vec<(u32, u32)> = Vec::new();
-            let mut taken = std::collections::HashSet::new();
-            for k in first..=last {
-                let Some(keyframe) = self.map.keyframes.get(k as usize) else { continue };
-                for (p, f) in match_to_points(
-                    &features,
-                    &keyframe.features,
-                    &keyframe.points,
-                    self.config.max_descriptor_distance,
-                ) {
-                    if taken.insert(f) {
-                        matches.push((p, f));
+        // Match sets: each voted keyframe with its neighbours in time, then the places in space where most
+        // of the image's descriptors find a copy (keyframes of one place seen at different times).
+        let mut hypotheses: Vec<(u32, Vec<(u32, u32)>)> = ranked
+            .iter()
+            .map(|&kf| {
+                // Match against the hypothesis and its neighbours in time: more of the place's points.
+                let first = kf.saturating_sub(NEIGHBOURS);
+                let last = (kf + NEIGHBOURS).min(self.map.keyframes.len().saturating_sub(1) as u32);
+                let mut matches: Vec<(u32, u32)> = Vec::new();
+                let mut taken = std::collections::HashSet::new();
+                for k in first..=last {
+                    let Some(keyframe) = self.map.keyframes.get(k as usize) else { continue };
+                    for (p, f) in match_to_points(
+                        &features,
+                        &keyframe.features,
+                        &keyframe.points,
+                        self.config.max_descriptor_distance,
+                    ) {
+                        if taken.insert(f) {
+                            matches.push((p, f));
+                        }
                     }
                 }
-            }
+                (kf, matches)
+            })
+            .collect();
+        hypotheses.extend(self.window_matches(&features).into_iter().map(|m| (u32::MAX, m)));
+        for (kf, matches) in hypotheses {
             let points: Vec<Point3<f64>> =
                 matches.iter().map(|&(p, _)| self.map.points[p as usize].position).collect();
             let pixels: Vec<[f64; 2]> = matches
@@ -283,13 +317,112 @@ impl<'a> Relocalizer<'a> {
         Ok(best)
     }
 
+    /// Match sets of the places in space where most of the image's features find a stored copy of their
+    /// descriptor: map points are binned in [`WINDOW_CELL_M`] cells, each feature counts once per cell it
+    /// has a copy in, and the [`WINDOW_HYPOTHESES`] best windows of 3x3x3 cells (non-overlapping centres)
+    /// give, per feature, its nearest copy in the window. A place seen at several times of the exploration
+    /// gathers its points from all of them, which the keyframe votes (neighbours in time) do not.
+    fn window_matches(&self, features: &Features) -> Vec<Vec<(u32, u32)>> {
+        type Cell = (i64, i64, i64);
+        let cell_of = |p: &Point3<f64>| -> Cell {
+            (
+                (p.x / WINDOW_CELL_M).floor() as i64,
+                (p.y / WINDOW_CELL_M).floor() as i64,
+                (p.z / WINDOW_CELL_M).floor() as i64,
+            )
+        };
+        let mut near = Vec::new();
+        // Per feature, its copies: (point, distance, cell).
+        let mut copies: Vec<Vec<(u32, u32, Cell)>> = Vec::with_capacity(features.len());
+        let mut counts: HashMap<Cell, u32> = HashMap::new();
+        for descriptor in &features.descriptors {
+            self.index.near(descriptor, self.config.max_descriptor_distance.min(WINDOW_DISTANCE), &mut near);
+            let mut mine: Vec<(u32, u32, Cell)> = Vec::new();
+            for entry in &near {
+                let Some(Some(p)) = self
+                    .map
+                    .keyframes
+                    .get(entry.keyframe as usize)
+                    .and_then(|k| k.points.get(entry.feature as usize))
+                else {
+                    continue;
+                };
+                let Some(point) = self.map.points.get(*p as usize) else { continue };
+                mine.push((*p, hamming(descriptor, &point.descriptor), cell_of(&point.position)));
+            }
+            let mut cells: Vec<Cell> = mine.iter().map(|c| c.2).collect();
+            cells.sort_unstable();
+            cells.dedup();
+            for cell in cells {
+                *counts.entry(cell).or_insert(0) += 1;
+            }
+            copies.push(mine);
+        }
+        let window = |c: &Cell| -> u32 {
+            let mut sum = 0;
+            for dx in -1..=1 {
+                for dy in -1..=1 {
+                    for dz in -1..=1 {
+                        sum += counts.get(&(c.0 + dx, c.1 + dy, c.2 + dz)).copied().unwrap_or(0);
+                    }
+                }
+            }
+            sum
+        };
+        let mut ranked: Vec<(u32, Cell)> = counts.keys().map(|c| (window(c), *c)).collect();
+        ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut centres: Vec<Cell> = Vec::new();
+        for (_, c) in ranked {
+            if centres.len() == WINDOW_HYPOTHESES {
+                break;
+            }
+            let apart = |o: &Cell| (c.0 - o.0).abs().max((c.1 - o.1).abs()).max((c.2 - o.2).abs()) >= 2;
+            if centres.iter().all(apart) {
+                centres.push(c);
+            }
+        }
+        centres
+            .iter()
+            .map(|centre| {
+                let inside = |c: &Cell| {
+                    (c.0 - centre.0).abs() <= 1 && (c.1 - centre.1).abs() <= 1 && (c.2 - centre.2).abs() <= 1
+                };
+                copies
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(f, mine)| {
+                        mine.iter()
+                            .filter(|c| inside(&c.2))
+                            .min_by_key(|c| (c.1, c.0))
+                            .map(|c| (c.0, f as u32))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Render-and-compare hypotheses refined photometrically, with their checks (diagnostics).
+    pub fn refined_places(&self, image: &RgbImage, count: usize) -> Vec<(Pose3, PhotometricCheck)> {
+        let Some(places) = self.places else { return Vec::new() };
+        let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
+        places
+            .hypotheses(image, count)
+            .iter()
+            .filter_map(|h| self.refine_photometric(&thumbnail, &h.world_from_camera))
+            .collect()
+    }
+
     /// Coordinate ascent of the photometric check's correlation over the camera's position (right, down,
     /// forward) and its yaw and pitch (about its own y and x axes), from `start`, with shrinking steps.
     fn refine_photometric(&self, thumbnail: &Thumbnail, start: &Pose3) -> Option<(Pose3, PhotometricCheck)> {
-        let score =
-            |pose: &Pose3| self.check(thumbnail, pose).filter(|c| c.coverage >= MIN_COVERAGE).map(|c| c.ncc);
+        // One level scores every step against the same keyframes (those seeing its starting pose): cheaper
+        // than choosing per candidate, and the scores of one level stay comparable.
+        let score = |pose: &Pose3, chosen: &[usize]| {
+            self.check_against(thumbnail, pose, chosen).filter(|c| c.coverage >= MIN_COVERAGE).map(|c| c.ncc)
+        };
         let mut best = *start;
-        let mut best_score = score(&best)?;
+        let mut chosen = self.keyframes_seeing(&best.0, CHECK_KEYFRAMES);
+        let mut best_score = score(&best, &chosen)?;
         let (mut step_m, mut step_rad) = (0.2f64, 4f64.to_radians());
         for _ in 0..PHOTOMETRIC_LEVELS {
             loop {
@@ -304,7 +437,7 @@ impl<'a> Relocalizer<'a> {
                             _ => Isometry3::rotation(nalgebra::Vector3::x() * sign * step_rad),
                         };
                         let candidate = Pose3(best.0 * delta);
-                        if let Some(s) = score(&candidate)
+                        if let Some(s) = score(&candidate, &chosen)
                             && s > best_score + 1e-4
                         {
                             (best, best_score, improved) = (candidate, s, true);
@@ -317,6 +450,10 @@ impl<'a> Relocalizer<'a> {
             }
             step_m *= 0.5;
             step_rad *= 0.5;
+            // The next level scores against the keyframes seeing where this one arrived (within a level
+            // they stay fixed, so that its ascent ends).
+            chosen = self.keyframes_seeing(&best.0, CHECK_KEYFRAMES);
+            best_score = score(&best, &chosen).unwrap_or(f64::NEG_INFINITY);
         }
         self.check(thumbnail, &best).map(|check| (best, check))
     }
@@ -362,6 +499,40 @@ impl<'a> Relocalizer<'a> {
     pub fn check_pose(&self, image: &RgbImage, world_from_camera: &Pose3) -> Option<PhotometricCheck> {
         let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
         self.check(&thumbnail, world_from_camera)
+    }
+
+    /// Diagnostics of the photometric check at a pose, as one RGB strip: the image's thumbnail, what the
+    /// chosen keyframes predict there (black where nothing), then each chosen keyframe's warp alone (red
+    /// where nothing). `None` for an image of the wrong size.
+    pub fn check_images(&self, image: &RgbImage, world_from_camera: &Pose3) -> Option<RgbImage> {
+        let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
+        let chosen: Vec<&StoredKeyframe> = self
+            .keyframes_seeing(&world_from_camera.0, CHECK_KEYFRAMES)
+            .into_iter()
+            .filter_map(|k| self.map.keyframes.get(k))
+            .collect();
+        let camera_from_world = world_from_camera.0.inverse();
+        let warp = |keyframes: &[&StoredKeyframe]| {
+            crate::thumbnail::warp(
+                &thumbnail.camera,
+                &camera_from_world,
+                keyframes.iter().map(|k| (&k.thumbnail, &k.world_from_camera)),
+            )
+        };
+        let query: Vec<Option<u8>> = thumbnail.gray.iter().map(|&g| Some(g)).collect();
+        let mut panels = vec![(query, [0, 0, 0]), (warp(&chosen), [0, 0, 0])];
+        panels.extend(chosen.iter().map(|k| (warp(&[k]), [255, 0, 0])));
+        let (w, h) = (thumbnail.camera.width as usize, thumbnail.camera.height as usize);
+        if panels.iter().any(|(p, _)| p.len() != w * h) {
+            return None;
+        }
+        let mut data = Vec::with_capacity(panels.len() * w * h);
+        for j in 0..h {
+            for (panel, empty) in &panels {
+                data.extend(panel[j * w..(j + 1) * w].iter().map(|p| p.map_or(*empty, |g| [g, g, g])));
+            }
+        }
+        gst_core::Image::from_vec((panels.len() * w) as u32, h as u32, data).ok()
     }
 
     /// Candidate shifts (world) of a pose whose inlier map points may be copies of a repeated texture: the
@@ -426,28 +597,102 @@ impl<'a> Relocalizer<'a> {
         Judged { relocalization: found, accepted }
     }
 
-    /// The photometric check of a pose against the keyframes nearest it (position, then viewing direction).
+    /// The photometric check of a pose against the keyframes that see most of what it would see.
     fn check(&self, thumbnail: &Thumbnail, world_from_camera: &Pose3) -> Option<PhotometricCheck> {
-        let pose = world_from_camera.0;
-        let position = pose.translation.vector;
-        let direction = forward(&pose);
-        let mut near: Vec<(f64, &StoredKeyframe)> = self
-            .map
-            .keyframes
-            .iter()
-            .filter_map(|k| {
-                let d = (k.world_from_camera.translation.vector - position).norm();
-                let alignment = forward(&k.world_from_camera).dot(&direction);
-                (d < self.config.local_map_radius_m && alignment > 0.3).then_some((d + (1.0 - alignment), k))
-            })
-            .collect();
-        near.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
-        let camera_from_world = pose.inverse();
+        let chosen = self.keyframes_seeing(&world_from_camera.0, CHECK_KEYFRAMES);
+        self.check_against(thumbnail, world_from_camera, &chosen)
+    }
+
+    /// The photometric check of a pose against the keyframes `chosen` (indices).
+    fn check_against(
+        &self,
+        thumbnail: &Thumbnail,
+        world_from_camera: &Pose3,
+        chosen: &[usize],
+    ) -> Option<PhotometricCheck> {
+        let camera_from_world = world_from_camera.0.inverse();
         photometric_check(
             thumbnail,
             &camera_from_world,
-            near.iter().take(CHECK_KEYFRAMES).map(|(_, k)| (&k.thumbnail, &k.world_from_camera)),
+            chosen
+                .iter()
+                .filter_map(|&k| self.map.keyframes.get(k))
+                .map(|k| (&k.thumbnail, &k.world_from_camera)),
         )
+    }
+
+    /// Up to `count` keyframes (indices) that saw what a camera at `world_from_camera` would see, chosen
+    /// greedily to cover the most of its image: each keyframe's anchors are projected into the camera,
+    /// anchors seen from the other side of their surface (rays more than 75° apart) or behind a nearer
+    /// anchor of any keyframe are dropped, and a keyframe counts the cells of an 8x8 grid its anchors
+    /// reach. A novel viewpoint (off the path, looking where the path looked from elsewhere) is seen by
+    /// keyframes far from it or facing another way; nearest-and-aligned keyframes would miss it.
+    fn keyframes_seeing(&self, world_from_camera: &Isometry3<f64>, count: usize) -> Vec<usize> {
+        let camera = &self.map.camera;
+        let camera_from_world = world_from_camera.inverse();
+        let position = world_from_camera.translation.vector;
+        let (w, h) = (f64::from(camera.width), f64::from(camera.height));
+        // Projected anchors per keyframe: (depth cell, depth, view cell).
+        type Hits = Vec<(usize, f32, u8)>;
+        let mut projected: Vec<(usize, Hits)> = Vec::new();
+        let mut nearest = vec![f32::INFINITY; SEEING_DEPTH_CELLS * SEEING_DEPTH_CELLS];
+        for (k, keyframe) in self.map.keyframes.iter().enumerate() {
+            let centre = keyframe.world_from_camera.translation.vector;
+            if (centre - position).norm() > SEEING_RANGE_M {
+                continue;
+            }
+            let centre = camera_from_world * Point3::from(centre);
+            let mut hits = Vec::new();
+            for anchor in self.anchors.get(k).into_iter().flatten() {
+                let q = camera_from_world * anchor;
+                if q.z < 0.1 || q.z > SEEING_RANGE_M {
+                    continue;
+                }
+                let (u, v) = (camera.fx * q.x / q.z + camera.cx, camera.fy * q.y / q.z + camera.cy);
+                if u < 0.0 || v < 0.0 || u >= w || v >= h {
+                    continue;
+                }
+                let (to_query, to_keyframe) = (-q.coords, centre - q);
+                if to_query.dot(&to_keyframe) < 0.26 * to_query.norm() * to_keyframe.norm() {
+                    continue;
+                }
+                let cell = |n: usize| {
+                    ((u / w * n as f64) as usize).min(n - 1) + n * ((v / h * n as f64) as usize).min(n - 1)
+                };
+                let depth_cell = cell(SEEING_DEPTH_CELLS);
+                let z = q.z as f32;
+                nearest[depth_cell] = nearest[depth_cell].min(z);
+                hits.push((depth_cell, z, cell(SEEING_CELLS) as u8));
+            }
+            if !hits.is_empty() {
+                projected.push((k, hits));
+            }
+        }
+        let mut masks: Vec<(usize, u64)> = projected
+            .into_iter()
+            .map(|(k, hits)| {
+                let mask = hits
+                    .iter()
+                    .filter(|&&(cell, z, _)| z <= nearest[cell] * 1.15 + 0.15)
+                    .fold(0u64, |mask, &(_, _, view_cell)| mask | 1u64 << view_cell);
+                (k, mask)
+            })
+            .filter(|(_, mask)| *mask != 0)
+            .collect();
+        let mut chosen = Vec::with_capacity(count);
+        let mut covered = 0u64;
+        while chosen.len() < count {
+            // The most new cells; once nothing new is covered, the most cells (a denser warp).
+            let Some((i, _)) = masks.iter().enumerate().max_by_key(|(_, (k, mask))| {
+                ((mask & !covered).count_ones(), mask.count_ones(), std::cmp::Reverse(*k))
+            }) else {
+                break;
+            };
+            let (k, mask) = masks.swap_remove(i);
+            covered |= mask;
+            chosen.push(k);
+        }
+        chosen
     }
 
     /// Matches the map points of keyframes near the hypothesis projected into the image, and optimises.
@@ -476,10 +721,11 @@ impl<'a> Relocalizer<'a> {
         let mut best: HashMap<u32, (u32, u32)> = HashMap::new();
         let mut nearby = Vec::new();
         let mut visited = std::collections::HashSet::new();
-        for kf in &self.map.keyframes {
+        let seeing = self.keyframes_seeing(&world_from_camera, MATCH_KEYFRAMES);
+        for (k, kf) in self.map.keyframes.iter().enumerate() {
             let d = (kf.world_from_camera.translation.vector - position).norm();
             let f = kf.world_from_camera.rotation * nalgebra::Vector3::z();
-            if d > self.config.local_map_radius_m || f.dot(&forward) < 0.3 {
+            if (d > self.config.local_map_radius_m || f.dot(&forward) < 0.3) && !seeing.contains(&k) {
                 continue;
             }
             for &p in kf.points.iter().flatten() {
@@ -541,6 +787,27 @@ impl<'a> Relocalizer<'a> {
     }
 }
 
+/// World points on a sparse grid of a keyframe's thumbnail depth (every [`ANCHOR_STEP`]th pixel).
+fn anchors(keyframe: &StoredKeyframe) -> Vec<Point3<f64>> {
+    let thumbnail = &keyframe.thumbnail;
+    let c = &thumbnail.camera;
+    let (w, h) = (c.width as usize, c.height as usize);
+    if thumbnail.depth_m.len() != w * h {
+        return Vec::new();
+    }
+    let mut points = Vec::new();
+    for j in (ANCHOR_STEP / 2..h).step_by(ANCHOR_STEP) {
+        for i in (ANCHOR_STEP / 2..w).step_by(ANCHOR_STEP) {
+            let d = f64::from(thumbnail.depth_m[j * w + i]);
+            if d > 0.0 {
+                let p = Point3::new((i as f64 - c.cx) / c.fx * d, (j as f64 - c.cy) / c.fy * d, d);
+                points.push(keyframe.world_from_camera * p);
+            }
+        }
+    }
+    points
+}
+
 /// A coarse layout signature of a thumbnail: 8x8 block means, zero mean, unit norm.
 fn layout(thumbnail: &Thumbnail) -> Vec<f32> {
     let (w, h) = (thumbnail.camera.width as usize, thumbnail.camera.height as usize);
@@ -564,4 +831,76 @@ fn layout(thumbnail: &Thumbnail) -> Vec<f32> {
     let norm = cells.iter().map(|c| c * c).sum::<f32>().sqrt().max(1e-6);
     cells.iter_mut().for_each(|c| *c /= norm);
     cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::Features;
+    use gst_core::PinholeCamera;
+    use nalgebra::{Translation3, UnitQuaternion, Vector3};
+
+    /// A keyframe at `world_from_camera` whose thumbnail sees a fronto-parallel surface `depth_m` away.
+    fn keyframe(
+        id: u32,
+        camera: &PinholeCamera,
+        world_from_camera: Isometry3<f64>,
+        depth_m: f32,
+    ) -> StoredKeyframe {
+        let small = Thumbnail::camera_for(camera);
+        let n = (small.width * small.height) as usize;
+        StoredKeyframe {
+            id,
+            frame_index: id as usize,
+            timestamp_s: f64::from(id),
+            world_from_camera,
+            features: Features::from_parts(Vec::new(), Vec::new(), camera.width, camera.height),
+            points: Vec::new(),
+            thumbnail: Thumbnail {
+                camera: small,
+                gray: (0..n).map(|k| (k % 200) as u8).collect(),
+                depth_m: vec![depth_m; n],
+            },
+        }
+    }
+
+    #[test]
+    fn the_keyframes_seeing_a_novel_view_are_chosen_over_near_ones_facing_away() {
+        let camera = PinholeCamera::from_horizontal_fov(160, 128, 90.0).expect("camera");
+        // The query at the origin looks along +z at a wall 5 m away.
+        let query = Isometry3::identity();
+        let map = SlamMap {
+            camera,
+            keyframes: vec![
+                // Half a metre away, looking back (−z): sees nothing the query sees.
+                keyframe(
+                    0,
+                    &camera,
+                    Isometry3::from_parts(
+                        Translation3::new(0.5, 0.0, 0.0),
+                        UnitQuaternion::from_axis_angle(&Vector3::y_axis(), std::f64::consts::PI),
+                    ),
+                    4.0,
+                ),
+                // 3.9 m away (beyond the tracking's local-map radius), looking at the same wall from 2 m.
+                keyframe(1, &camera, Isometry3::translation(2.5, 0.0, 3.0), 2.0),
+                // Beside the query, looking at the wall's left part from 5 m.
+                keyframe(2, &camera, Isometry3::translation(-2.0, 0.0, 0.0), 5.0),
+            ],
+            points: Vec::new(),
+        };
+        let relocalizer = Relocalizer::new(&map, &SlamConfig::default()).expect("relocalizer");
+        let chosen = relocalizer.keyframes_seeing(&query, 3);
+        assert!(!chosen.contains(&0), "a keyframe facing away was chosen: {chosen:?}");
+        assert_eq!(chosen.len(), 2, "{chosen:?}");
+        assert!(chosen.contains(&1) && chosen.contains(&2), "{chosen:?}");
+        // Together they cover the query's image, so the photometric check can judge the pose.
+        let thumbnail = Thumbnail {
+            camera: Thumbnail::camera_for(&camera),
+            gray: (0..40 * 32).map(|k| (k % 97) as u8).collect(),
+            depth_m: Vec::new(),
+        };
+        let check = relocalizer.check(&thumbnail, &Pose3(query)).expect("covered");
+        assert!(check.coverage > 0.6, "{check:?}");
+    }
 }

@@ -8,12 +8,15 @@
 //! rest of the view (a door, furniture, the end of a corridor) does not repeat, and the warped keyframes
 //! show it where the true pose puts it.
 
-use nalgebra::{Isometry3, Point3, Vector3};
+use nalgebra::{Isometry3, Point3};
 
 use gst_core::{DepthImage, PinholeCamera, RgbImage};
 
 /// Pixels of the full image per thumbnail pixel, in each direction.
 pub const THUMBNAIL_STEP: u32 = 4;
+
+/// Largest splat of a warped keyframe pixel, pixels per side.
+const MAX_SPLAT: f64 = 4.0;
 
 /// A grey-level image at 1/[`THUMBNAIL_STEP`] resolution (block means) with depth sampled at the blocks'
 /// centres, and the camera of that resolution.
@@ -90,21 +93,20 @@ pub struct PhotometricCheck {
     pub coverage: f64,
 }
 
-/// Warps `keyframes` (thumbnail and `world_from_camera`) into the camera at `camera_from_world` (z-buffered,
-/// nearest pixel) and compares the result with `query`. `None` when fewer than 100 pixels are covered or
-/// either side is flat.
-pub fn photometric_check<'a>(
-    query: &Thumbnail,
+/// The grey levels `keyframes` predict in the camera `camera` at `camera_from_world`, `None` where none
+/// reaches (z-buffered, nearest pixel; surfaces seen from their other side are dropped).
+pub fn warp<'a>(
+    camera: &PinholeCamera,
     camera_from_world: &Isometry3<f64>,
     keyframes: impl IntoIterator<Item = (&'a Thumbnail, &'a Isometry3<f64>)>,
-) -> Option<PhotometricCheck> {
-    let camera = &query.camera;
+) -> Vec<Option<u8>> {
     let (w, h) = (camera.width as usize, camera.height as usize);
     let mut z_buffer = vec![f32::INFINITY; w * h];
     let mut predicted = vec![0u8; w * h];
     for (thumbnail, world_from_keyframe) in keyframes {
         let kc = &thumbnail.camera;
         let query_from_keyframe = camera_from_world * world_from_keyframe;
+        let centre = Point3::from(query_from_keyframe.translation.vector);
         let (kw, kh) = (kc.width as usize, kc.height as usize);
         if thumbnail.depth_m.len() != kw * kh || thumbnail.gray.len() != kw * kh {
             continue;
@@ -117,27 +119,55 @@ pub fn photometric_check<'a>(
                 }
                 let p = Point3::new((i as f64 - kc.cx) / kc.fx * d, (j as f64 - kc.cy) / kc.fy * d, d);
                 let q = query_from_keyframe * p;
-                if q.z < 0.05 {
+                // A surface seen from its other side (rays from the two cameras more than 90° apart) is
+                // hidden behind it: a wall's far face, warped from the next room.
+                if q.z < 0.05 || (-q.coords).dot(&(centre - q)) < 0.0 {
                     continue;
                 }
-                let u = (camera.fx * q.x / q.z + camera.cx).round();
-                let v = (camera.fy * q.y / q.z + camera.cy).round();
-                if u < 0.0 || v < 0.0 || u >= w as f64 || v >= h as f64 {
+                // A keyframe pixel covers about (its depth / the depth here) pixels of this camera in each
+                // direction: splatted so, a surface seen closer than from the keyframe has no holes for
+                // the background to show through.
+                let size = (d / q.z * camera.fx / kc.fx).ceil().clamp(1.0, MAX_SPLAT);
+                let u0 = (camera.fx * q.x / q.z + camera.cx - (size - 1.0) / 2.0).round();
+                let v0 = (camera.fy * q.y / q.z + camera.cy - (size - 1.0) / 2.0).round();
+                if u0 + size <= 0.0 || v0 + size <= 0.0 || u0 >= w as f64 || v0 >= h as f64 {
                     continue;
                 }
-                let k = v as usize * w + u as usize;
                 let z = q.z as f32;
-                if z < z_buffer[k] {
-                    z_buffer[k] = z;
-                    predicted[k] = thumbnail.gray[j * kw + i];
+                let gray = thumbnail.gray[j * kw + i];
+                let (u0, v0, size) = (u0 as i64, v0 as i64, size as i64);
+                for v in v0.max(0)..(v0 + size).min(h as i64) {
+                    for u in u0.max(0)..(u0 + size).min(w as i64) {
+                        let k = v as usize * w + u as usize;
+                        if z < z_buffer[k] {
+                            z_buffer[k] = z;
+                            predicted[k] = gray;
+                        }
+                    }
                 }
             }
         }
     }
+    z_buffer.iter().zip(predicted).map(|(z, p)| z.is_finite().then_some(p)).collect()
+}
+
+/// Warps `keyframes` (thumbnail and `world_from_camera`) into the camera at `camera_from_world` (z-buffered,
+/// nearest pixel) and compares the result with `query`. `None` when fewer than 100 pixels are covered or
+/// either side is flat.
+pub fn photometric_check<'a>(
+    query: &Thumbnail,
+    camera_from_world: &Isometry3<f64>,
+    keyframes: impl IntoIterator<Item = (&'a Thumbnail, &'a Isometry3<f64>)>,
+) -> Option<PhotometricCheck> {
+    let predicted = warp(&query.camera, camera_from_world, keyframes);
+    let (w, h) = (query.camera.width as usize, query.camera.height as usize);
     let (mut n, mut sa, mut sb, mut saa, mut sbb, mut sab) = (0usize, 0.0, 0.0, 0.0, 0.0, 0.0);
-    for k in 0..w * h {
-        if z_buffer[k].is_finite() {
-            let (a, b) = (f64::from(predicted[k]), f64::from(*query.gray.get(k)?));
+    if predicted.len() != w * h || query.gray.len() != w * h {
+        return None;
+    }
+    for (a, b) in predicted.iter().zip(&query.gray) {
+        if let Some(a) = a {
+            let (a, b) = (f64::from(*a), f64::from(*b));
             n += 1;
             sa += a;
             sb += b;
@@ -158,16 +188,11 @@ pub fn photometric_check<'a>(
     Some(PhotometricCheck { ncc: cov / (va * vb).sqrt(), coverage: nf / (w * h) as f64 })
 }
 
-/// The viewing direction (camera z axis) of a pose in the world.
-pub(crate) fn forward(world_from_camera: &Isometry3<f64>) -> Vector3<f64> {
-    world_from_camera.rotation * Vector3::z()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use gst_core::Image;
-    use nalgebra::{Translation3, UnitQuaternion};
+    use nalgebra::{Translation3, UnitQuaternion, Vector3};
 
     /// A textured wall 3 m in front of a camera at the origin (world = camera frame): rgb and depth.
     fn wall(camera: &PinholeCamera, world_from_camera: &Isometry3<f64>) -> (RgbImage, DepthImage) {
@@ -225,5 +250,26 @@ mod tests {
         // Behind the wall nothing is covered.
         let behind = Isometry3::from_parts(Translation3::new(0.0, 0.0, 5.0), UnitQuaternion::identity());
         assert_eq!(check(&behind), None);
+    }
+
+    #[test]
+    fn a_closer_camera_gets_a_warp_without_holes_and_a_wall_is_not_seen_through() {
+        let camera = PinholeCamera::from_horizontal_fov(160, 128, 90.0).expect("camera");
+        let keyframe_pose = Isometry3::identity();
+        let (rgb, depth) = wall(&camera, &keyframe_pose);
+        let keyframe = Thumbnail::new(&camera, &rgb, Some(&depth), (0.1, 10.0));
+        let small = Thumbnail::camera_for(&camera);
+        // 1.5 m closer to the wall (3 m away): each keyframe pixel spans two of the query's.
+        let closer = Isometry3::translation(0.0, 0.0, 1.5);
+        let predicted = warp(&small, &closer.inverse(), [(&keyframe, &keyframe_pose)]);
+        let covered = predicted.iter().filter(|p| p.is_some()).count();
+        assert_eq!(covered, predicted.len(), "holes in the warp of a closer view");
+        // From behind the wall, looking back at it, its far face is not what the keyframe saw.
+        let behind = Isometry3::from_parts(
+            Translation3::new(0.0, 0.0, 4.0),
+            UnitQuaternion::from_axis_angle(&Vector3::y_axis(), std::f64::consts::PI),
+        );
+        let predicted = warp(&small, &behind.inverse(), [(&keyframe, &keyframe_pose)]);
+        assert!(predicted.iter().all(Option::is_none), "the wall was warped onto its back");
     }
 }
