@@ -28,7 +28,7 @@ use gst_core::{Pose3, RgbImage};
 
 use crate::features::{Features, OrbExtractor, hamming};
 use crate::index::DescriptorIndex;
-use crate::map_file::{SlamMap, StoredKeyframe};
+use crate::map_file::{SlamMap, StoredKeyframe, StoredPoint};
 use crate::optimize::{optimize_pose, pnp_ransac};
 use crate::panorama::PlaceIndex;
 use crate::system::{match_to_points, observations};
@@ -339,16 +339,8 @@ impl<'a> Relocalizer<'a> {
             self.index.near(descriptor, self.config.max_descriptor_distance.min(WINDOW_DISTANCE), &mut near);
             let mut mine: Vec<(u32, u32, Cell)> = Vec::new();
             for entry in &near {
-                let Some(Some(p)) = self
-                    .map
-                    .keyframes
-                    .get(entry.keyframe as usize)
-                    .and_then(|k| k.points.get(entry.feature as usize))
-                else {
-                    continue;
-                };
-                let Some(point) = self.map.points.get(*p as usize) else { continue };
-                mine.push((*p, hamming(descriptor, &point.descriptor), cell_of(&point.position)));
+                let Some((p, point)) = self.entry_point(entry) else { continue };
+                mine.push((p, hamming(descriptor, &point.descriptor), cell_of(&point.position)));
             }
             let mut cells: Vec<Cell> = mine.iter().map(|c| c.2).collect();
             cells.sort_unstable();
@@ -535,6 +527,12 @@ impl<'a> Relocalizer<'a> {
         gst_core::Image::from_vec((panels.len() * w) as u32, h as u32, data).ok()
     }
 
+    /// The map point (id and point) of a descriptor-index entry, if its keyframe feature has one.
+    fn entry_point(&self, entry: &crate::index::Entry) -> Option<(u32, &StoredPoint)> {
+        let id = (*self.map.keyframes.get(entry.keyframe as usize)?.points.get(entry.feature as usize)?)?;
+        Some((id, self.map.points.get(id as usize)?))
+    }
+
     /// Candidate shifts (world) of a pose whose inlier map points may be copies of a repeated texture: the
     /// offsets from those points to stored points with nearly the same descriptor, binned horizontally
     /// (0.2 m), most-voted first.
@@ -547,15 +545,7 @@ impl<'a> Relocalizer<'a> {
             self.index.near(&point.descriptor, SHIFT_DESCRIPTOR_DISTANCE, &mut near);
             voted.clear();
             for entry in &near {
-                let Some(Some(other)) = self
-                    .map
-                    .keyframes
-                    .get(entry.keyframe as usize)
-                    .and_then(|k| k.points.get(entry.feature as usize))
-                else {
-                    continue;
-                };
-                let Some(other) = self.map.points.get(*other as usize) else { continue };
+                let Some((_, other)) = self.entry_point(entry) else { continue };
                 let shift = other.position - point.position;
                 let horizontal = shift.xy().norm();
                 if !(0.3..12.0).contains(&horizontal) || shift.z.abs() > 0.25 {
