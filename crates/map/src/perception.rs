@@ -228,10 +228,12 @@ fn is_frame(red: &[bool], w: u32, b: &PixelBox) -> bool {
     if !(side(true, true) && side(true, false) && side(false, true) && side(false, false)) {
         return false;
     }
-    let inner = 2 * band + 1;
-    if b.x_max - b.x_min <= 2 * inner || b.y_max - b.y_min <= 2 * inner {
-        return true;
-    }
+    // The interior starts past the marking (the whole band when there is room, else just past the
+    // drawn thickness): a small solid red blob has all four sides red and must fail here.
+    let inner = [2 * band + 1, MARK_THICKNESS_PX + 1]
+        .into_iter()
+        .find(|&inner| b.x_max - b.x_min > 2 * inner && b.y_max - b.y_min > 2 * inner);
+    let Some(inner) = inner else { return false };
     fraction(b.x_min + inner..=b.x_max - inner, b.y_min + inner..=b.y_max - inner)
         <= RED_INTERIOR_MAX_FRACTION
 }
@@ -345,6 +347,7 @@ pub fn locate_marked_target_from(
         for p in &points {
             *voxels.entry([p.x, p.y, p.z].map(|c| (c / TARGET_VOXEL_M).floor() as i32)).or_default() += 1;
         }
+        tracing::trace!(frame = k, ?found, samples, "marked box");
         if samples > 0 {
             views.push((k, found, *pose));
         }
@@ -395,6 +398,15 @@ pub fn locate_marked_target_from(
         .filter(|(_, v)| keep(v))
         .map(|(key, _)| nalgebra::Point3::from(key.map(|c| (f64::from(c) + 0.5) * TARGET_VOXEL_M)))
         .collect();
+    tracing::debug!(
+        video = %marked_video.display(),
+        detections,
+        views = views.len(),
+        voxels = keys.len(),
+        most_seen,
+        kept = kept.len(),
+        "marked target voxels"
+    );
     objects.add_points(views[0].0, &kept);
     let (best_frame, best_box) = views
         .iter()
@@ -461,6 +473,22 @@ mod tests {
             }
         }
         assert_eq!(detect_red_box(&img), None);
+    }
+
+    #[test]
+    fn a_small_red_blob_is_not_a_frame_but_a_small_frame_is() {
+        // A distant red knob: 11x11 solid red, four red sides, no hollow inside.
+        let mut img = textured(200, 200);
+        for y in 40..51 {
+            for x in 60..71 {
+                *img.get_mut(x, y).unwrap() = [235, 25, 30];
+            }
+        }
+        assert_eq!(detect_red_box(&img), None);
+        // The smallest marking of a far object: a 4x5 box framed by 3 px of red.
+        let target = PixelBox { x_min: 120, y_min: 120, x_max: 123, y_max: 124 };
+        draw_frame(&mut img, target, 3, [255, 0, 0]);
+        assert_eq!(detect_red_box(&img), Some(target));
     }
 }
 
