@@ -3,10 +3,14 @@
 //! Every integrated frame's depth samples (those of the occupancy grid, at its pixel stride; with their
 //! colour) vote into a sparse 5 cm voxel set in the map
 //! frame. At the end, voxels seen in at least two frames, between just above the estimated floor and 2.2 m
-//! above it, and not over a wall cell of the occupancy grid (`structure`: walls seen above door height),
-//! are grouped into 26-connected clusters; each cluster large enough is a candidate with a yaw box and a
+//! above it, and not over a wall cell of the occupancy grid (`structure`: seen above door height), are
+//! grouped into 26-connected clusters; each cluster large enough is a candidate with a yaw box and a
 //! feature vector (extents, height profile, footprint fill, colour) that an [`crate::ObjectClassifier`]
-//! trained on GST-Train scenes turns into class scores. Nothing here reads ground truth.
+//! trained on GST-Train scenes turns into class scores. A wardrobe or a tall cabinet is seen above the door
+//! tops too, so its cells are structure; but a wall rises to the ceiling and furniture stops short of it:
+//! the voxels over structure cells with no ceiling-reaching column within 40 cm are clustered on their own
+//! (apart from the rest, so that objects standing by a wall never merge with it) into candidates as well.
+//! Nothing here reads ground truth.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -28,8 +32,15 @@ const MIN_VOXEL_FRAMES: u32 = 2;
 const MIN_HEIGHT_M: f64 = 0.06;
 /// Voxels above this height over the floor belong to walls, ceilings and lamps, metres.
 const MAX_HEIGHT_M: f64 = 2.2;
-/// Votes are kept in a band around the floor estimate of the moment (it settles after a few frames).
-const VOTE_BAND_M: (f64, f64) = (-0.5, 2.8);
+/// Votes are kept in a band around the floor estimate of the moment (it settles after a few frames); the
+/// top reaches ceilings up to 3.5 m, so that walls can be told from tall furniture by their top.
+const VOTE_BAND_M: (f64, f64) = (-0.5, 3.5);
+/// A column with a voxel this far below the estimated ceiling (metres: from, to) reaches the ceiling — a
+/// wall; below the band's bottom stop wardrobes and tall cabinets; above its top the ceiling's own voxels.
+const WALL_TOP_BELOW_CEILING_M: (f64, f64) = (0.2, 0.1);
+/// Voxels over structure cells are tall furniture when no ceiling-reaching column is within this many
+/// voxels (40 cm: a wall seen near the ceiling in only some of its columns still counts as one).
+const TALL_COLUMN_RADIUS: i32 = 8;
 /// Fewest voxels of a candidate.
 const MIN_CANDIDATE_VOXELS: usize = 25;
 /// Wall cells are grown by this many cells before voxels over them are dropped (noise around walls).
@@ -115,7 +126,26 @@ impl CandidateAccumulator {
             return Vec::new();
         }
         let floor = occupancy.floor_z_m;
-        let near_wall = |x: f64, y: f64| -> bool {
+        let wall_top = (
+            occupancy.ceiling_z_m - WALL_TOP_BELOW_CEILING_M.0,
+            occupancy.ceiling_z_m - WALL_TOP_BELOW_CEILING_M.1,
+        );
+        let tall_columns: HashSet<[i32; 2]> = self
+            .voxels
+            .iter()
+            .filter(|(key, voxel)| {
+                voxel.frames >= MIN_VOXEL_FRAMES && (wall_top.0..=wall_top.1).contains(&voxel_centre(**key)[2])
+            })
+            .map(|(key, _)| [key[0], key[1]])
+            .collect();
+        // A tall column is one whose wall rises to the ceiling within this many voxels around.
+        let reaches_ceiling = |key: [i32; 3]| {
+            (-TALL_COLUMN_RADIUS..=TALL_COLUMN_RADIUS).any(|dy| {
+                (-TALL_COLUMN_RADIUS..=TALL_COLUMN_RADIUS)
+                    .any(|dx| tall_columns.contains(&[key[0] + dx, key[1] + dy]))
+            })
+        };
+        let near_structure = |x: f64, y: f64| -> bool {
             let Some((c, r)) = g.cell_from_world(x, y) else { return false };
             for dr in -WALL_DILATION_CELLS..=WALL_DILATION_CELLS {
                 for dc in -WALL_DILATION_CELLS..=WALL_DILATION_CELLS {
@@ -132,47 +162,61 @@ impl CandidateAccumulator {
             }
             false
         };
-        let kept: BTreeMap<[i32; 3], Voxel> = self
-            .voxels
-            .iter()
-            .filter(|(key, voxel)| {
-                let [x, y, z] = voxel_centre(**key);
-                voxel.frames >= MIN_VOXEL_FRAMES
-                    && (MIN_HEIGHT_M..=MAX_HEIGHT_M).contains(&(z - floor))
-                    && !near_wall(x, y)
-            })
-            .map(|(k, v)| (*k, *v))
-            .collect();
-        let mut seen: HashSet<[i32; 3]> = HashSet::new();
-        let mut candidates = Vec::new();
-        for &start in kept.keys() {
-            if !seen.insert(start) {
+        // Off the structure cells: objects. Over them but away from any wall that reaches the ceiling:
+        // tall furniture (clustered on its own, so that objects never merge with walls through it).
+        let (mut kept, mut tall): (BTreeMap<[i32; 3], Voxel>, BTreeMap<[i32; 3], Voxel>) =
+            (BTreeMap::new(), BTreeMap::new());
+        for (key, voxel) in &self.voxels {
+            let [x, y, z] = voxel_centre(*key);
+            if voxel.frames < MIN_VOXEL_FRAMES || !(MIN_HEIGHT_M..=MAX_HEIGHT_M).contains(&(z - floor)) {
                 continue;
             }
-            let mut cluster = vec![start];
-            let mut next = 0;
-            while next < cluster.len() {
-                let v = cluster[next];
-                next += 1;
-                for dz in -1..=1 {
-                    for dy in -1..=1 {
-                        for dx in -1..=1 {
-                            let n = [v[0] + dx, v[1] + dy, v[2] + dz];
-                            if kept.contains_key(&n) && seen.insert(n) {
-                                cluster.push(n);
-                            }
+            if !near_structure(x, y) {
+                kept.insert(*key, *voxel);
+            } else if !reaches_ceiling(*key) {
+                tall.insert(*key, *voxel);
+            }
+        }
+        let mut candidates = Vec::new();
+        for set in [&kept, &tall] {
+            for cluster in clusters(set) {
+                let voxels: Vec<([i32; 3], Voxel)> = cluster.iter().map(|k| (*k, set[k])).collect();
+                candidates.push(candidate(candidates.len(), &voxels, floor));
+            }
+        }
+        candidates
+    }
+}
+
+/// The 26-connected clusters of a voxel set with at least [`MIN_CANDIDATE_VOXELS`] voxels, in key order.
+fn clusters(set: &BTreeMap<[i32; 3], Voxel>) -> Vec<Vec<[i32; 3]>> {
+    let mut seen: HashSet<[i32; 3]> = HashSet::new();
+    let mut found = Vec::new();
+    for &start in set.keys() {
+        if !seen.insert(start) {
+            continue;
+        }
+        let mut cluster = vec![start];
+        let mut next = 0;
+        while next < cluster.len() {
+            let v = cluster[next];
+            next += 1;
+            for dz in -1..=1 {
+                for dy in -1..=1 {
+                    for dx in -1..=1 {
+                        let n = [v[0] + dx, v[1] + dy, v[2] + dz];
+                        if set.contains_key(&n) && seen.insert(n) {
+                            cluster.push(n);
                         }
                     }
                 }
             }
-            if cluster.len() < MIN_CANDIDATE_VOXELS {
-                continue;
-            }
-            let voxels: Vec<([i32; 3], Voxel)> = cluster.iter().map(|k| (*k, kept[k])).collect();
-            candidates.push(candidate(candidates.len(), &voxels, floor));
         }
-        candidates
+        if cluster.len() >= MIN_CANDIDATE_VOXELS {
+            found.push(cluster);
+        }
     }
+    found
 }
 
 fn candidate(id: usize, voxels: &[([i32; 3], Voxel)], floor_z_m: f64) -> ObjectCandidate {
@@ -294,11 +338,17 @@ mod tests {
         // speck seen once.
         add_box(&mut acc, [1.0, 1.0, 0.07], [2.9, 2.4, 0.55], 2);
         add_box(&mut acc, [5.0, 5.0, 0.07], [5.5, 5.5, 0.75], 2);
-        add_box(&mut acc, [7.0, 1.0, 0.07], [7.04, 4.0, 2.1], 2);
+        add_box(&mut acc, [7.0, 1.0, 0.07], [7.04, 4.0, 2.55], 2);
         add_box(&mut acc, [8.5, 8.5, 0.5], [8.6, 8.6, 0.6], 1);
-        let walls: Vec<(u32, u32)> = (20..80).map(|r| (140, r)).collect();
+        // A wardrobe against another wall, 2.35 m tall: seen above door height too (structure cells), but
+        // it stops short of the 2.6 m ceiling, so it stays an object.
+        add_box(&mut acc, [3.0, 7.0, 0.07], [4.0, 7.6, 2.35], 2);
+        let mut walls: Vec<(u32, u32)> = (20..80).map(|r| (140, r)).collect();
+        walls.extend((60..80).flat_map(|c| (140..152).map(move |r| (c, r))));
         let candidates = acc.finish(&grid(&walls));
-        assert_eq!(candidates.len(), 2, "{candidates:#?}");
+        assert_eq!(candidates.len(), 3, "{candidates:#?}");
+        let wardrobe = candidates.iter().find(|c| c.centroid_m[1] > 6.5).unwrap();
+        assert!((wardrobe.features[0] - 1.0).abs() < 0.15, "wardrobe extents {:?}", &wardrobe.features[..2]);
         let bed = candidates.iter().find(|c| c.centroid_m[0] < 3.0).unwrap();
         let f = &bed.features;
         assert_eq!(f.len(), FEATURE_COUNT);

@@ -5,6 +5,11 @@
 //! candidates of its maps); at answer time the classifier sees only a candidate's features, computed from
 //! the bench's own frames. Candidates that match no annotated object are kept as background samples, so
 //! that wall fragments and clutter vote against every class.
+//!
+//! A candidate can hold several objects (a sink cabinet beside a stove and a kitchen cabinet is one cluster
+//! of voxels): it is labelled with the object its centre lies in, plus every other annotated object whose
+//! centre lies inside its box, and a neighbour votes for each of its labels. Asked for a kitchen cabinet,
+//! the map then answers with the counter that holds it instead of with nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,7 +33,11 @@ const LABEL_MARGIN_M: f64 = 0.15;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrainingSample {
+    /// The class of the object its centre lies in (`None`: background)...
     pub class: Option<ObjectClass>,
+    /// ...and of the other objects inside its box (files without this field hold none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<ObjectClass>,
     pub features: Vec<f64>,
     /// Where it came from (`scene_003#12`), for inspection.
     pub source: String,
@@ -72,16 +81,15 @@ impl ObjectClassifier {
         Ok(Self { format: CLASSIFIER_FORMAT.into(), k: DEFAULT_K, mean, scale, samples })
     }
 
-    /// Class scores of one feature vector: the inverse-distance-weighted votes of the `k` nearest training
-    /// samples, normalised to sum to one (background votes included under `None`).
-    pub fn scores(&self, features: &[f64]) -> BTreeMap<Option<ObjectClass>, f64> {
-        let mut scores = BTreeMap::new();
+    /// The `k` nearest training samples of one feature vector with their inverse-distance weights,
+    /// normalised to sum to one (empty for a vector of the wrong length).
+    fn neighbours(&self, features: &[f64]) -> Vec<(f64, &TrainingSample)> {
         if features.len() != self.mean.len() || self.samples.is_empty() {
-            return scores;
+            return Vec::new();
         }
         let query: Vec<f64> =
             features.iter().zip(&self.mean).zip(&self.scale).map(|((f, m), s)| (f - m) / s).collect();
-        let mut distances: Vec<(f64, Option<ObjectClass>)> = self
+        let mut distances: Vec<(f64, &TrainingSample)> = self
             .samples
             .iter()
             .map(|s| {
@@ -93,20 +101,39 @@ impl ObjectClassifier {
                     .zip(&query)
                     .map(|(((f, m), sc), q)| ((f - m) / sc - q).powi(2))
                     .sum();
-                (d2.sqrt(), s.class)
+                (d2.sqrt(), s)
             })
             .collect();
         distances.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut total = 0.0;
-        for (d, class) in distances.into_iter().take(self.k.max(1)) {
-            let w = 1.0 / (d + 0.1);
-            *scores.entry(class).or_insert(0.0) += w;
-            total += w;
+        distances.truncate(self.k.max(1));
+        let mut weighted: Vec<(f64, &TrainingSample)> =
+            distances.into_iter().map(|(d, s)| (1.0 / (d + 0.1), s)).collect();
+        let total: f64 = weighted.iter().map(|w| w.0).sum();
+        for w in &mut weighted {
+            w.0 /= total;
         }
-        for v in scores.values_mut() {
-            *v /= total;
+        weighted
+    }
+
+    /// Class scores of one feature vector: the inverse-distance-weighted votes of the `k` nearest training
+    /// samples for the object their centre lies in, normalised to sum to one (background under `None`).
+    pub fn scores(&self, features: &[f64]) -> BTreeMap<Option<ObjectClass>, f64> {
+        let mut scores = BTreeMap::new();
+        for (w, sample) in self.neighbours(features) {
+            *scores.entry(sample.class).or_insert(0.0) += w;
         }
         scores
+    }
+
+    /// How strongly a feature vector's neighbourhood holds an object of `class`: the weight of the nearest
+    /// samples labelled with it, whether as the object their centre lies in or as another object inside
+    /// their box (in [0, 1]).
+    pub fn holds_score(&self, features: &[f64], class: ObjectClass) -> f64 {
+        self.neighbours(features)
+            .into_iter()
+            .filter(|(_, s)| s.class == Some(class) || s.also.contains(&class))
+            .map(|(w, _)| w)
+            .sum()
     }
 
     /// The most likely class (background included), with its score.
@@ -114,7 +141,8 @@ impl ObjectClassifier {
         self.scores(features).into_iter().max_by(|a, b| a.1.total_cmp(&b.1))
     }
 
-    /// The candidate most likely to be `class`, with its score (none when no candidate has a vote for it).
+    /// The candidate most likely to hold an object of `class` ([`Self::holds_score`]), with its score (none
+    /// when no candidate has a vote for it).
     pub fn best_candidate<'a>(
         &self,
         candidates: &'a [ObjectCandidate],
@@ -123,7 +151,7 @@ impl ObjectClassifier {
         candidates
             .iter()
             .filter_map(|c| {
-                let score = self.scores(&c.features).get(&Some(class)).copied().unwrap_or(0.0);
+                let score = self.holds_score(&c.features, class);
                 (score > 0.0).then_some((c, score))
             })
             .max_by(|a, b| a.1.total_cmp(&b.1).then(a.0.voxels.cmp(&b.0.voxels)))
@@ -212,7 +240,8 @@ pub fn read_annotation_boxes(path: &Path) -> Result<Vec<AnnotatedBox>, MapError>
 
 /// Labels a map's candidates with the annotated objects (ground truth, training only): a candidate whose
 /// centre lies in an annotated box (grown by 15 cm) is that box's class — the smallest such box when
-/// several hold it —, else background. `map_from_world` is the map's gravity alignment (the annotations are
+/// several hold it —, else background; the classes of the other boxes whose centres lie in the candidate's
+/// box (grown by 15 cm) are its `also` labels. `map_from_world` is the map's gravity alignment (the annotations are
 /// in the world of the poses, which must be the scene's: ground-truth poses).
 pub fn label_candidates(
     candidates: &[ObjectCandidate],
@@ -233,9 +262,28 @@ pub fn label_candidates(
                     volume(a).total_cmp(&volume(b))
                 })
                 .map(|b| b.class);
-            TrainingSample { class, features: c.features.clone(), source: format!("{source}#{}", c.id) }
+            let mut also: Vec<ObjectClass> = boxes
+                .iter()
+                .filter(|b| Some(b.class) != class)
+                .filter(|b| {
+                    let centre = map_from_world.transform_point(&Point3::from(b.center));
+                    yaw_box_contains(&c.bbox, [centre.x, centre.y, centre.z], LABEL_MARGIN_M)
+                })
+                .map(|b| b.class)
+                .collect();
+            also.sort();
+            also.dedup();
+            TrainingSample { class, also, features: c.features.clone(), source: format!("{source}#{}", c.id) }
         })
         .collect()
+}
+
+/// Whether a point (the box's frame, map) lies in a yaw box grown by `margin` metres on every side.
+fn yaw_box_contains(b: &crate::objects::YawBox, p: [f64; 3], margin: f64) -> bool {
+    let (dx, dy) = (p[0] - b.center_m[0], p[1] - b.center_m[1]);
+    let (sin, cos) = b.yaw_rad.sin_cos();
+    let local = [cos * dx + sin * dy, -sin * dx + cos * dy, p[2] - b.center_m[2]];
+    (0..3).all(|a| local[a].abs() <= b.size_m[a] / 2.0 + margin)
 }
 
 #[cfg(test)]
@@ -267,16 +315,19 @@ mod tests {
         for k in 0..10 {
             let jitter = f64::from(k) * 0.01;
             samples.push(TrainingSample {
+                also: Vec::new(),
                 class: Some(ObjectClass::Bed),
                 features: features(2.0 + jitter, 0.6),
                 source: "a".into(),
             });
             samples.push(TrainingSample {
+                also: Vec::new(),
                 class: Some(ObjectClass::Chair),
                 features: features(0.5 + jitter, 0.9),
                 source: "b".into(),
             });
             samples.push(TrainingSample {
+                also: Vec::new(),
                 class: None,
                 features: features(0.2 + jitter, 2.1),
                 source: "c".into(),
@@ -317,10 +368,14 @@ mod tests {
     #[test]
     fn training_needs_labelled_samples_of_the_right_length() {
         let background =
-            vec![TrainingSample { class: None, features: features(1.0, 1.0), source: "x".into() }];
+            vec![TrainingSample {
+                also: Vec::new(),
+                class: None, features: features(1.0, 1.0), source: "x".into() }];
         assert!(ObjectClassifier::train(background).is_err());
         let short =
-            vec![TrainingSample { class: Some(ObjectClass::Bed), features: vec![1.0], source: "y".into() }];
+            vec![TrainingSample {
+                also: Vec::new(),
+                class: Some(ObjectClass::Bed), features: vec![1.0], source: "y".into() }];
         assert!(ObjectClassifier::train(short).unwrap_err().to_string().contains("features"));
     }
 
@@ -343,5 +398,44 @@ mod tests {
         assert_eq!(samples[0].class, Some(ObjectClass::Sofa));
         assert_eq!(samples[1].class, None);
         assert_eq!(samples[1].source, "scene_000#1");
+        assert!(samples[0].also.is_empty());
+    }
+
+    #[test]
+    fn a_cluster_holding_several_objects_answers_for_each() {
+        // A kitchen counter: a stove between a kitchen cabinet and a sink cabinet, one 1.8 m cluster whose
+        // centre lies in the stove.
+        let unit = |class, x: f64| AnnotatedBox {
+            class,
+            center: [x, 1.0, 0.45],
+            size: [0.6, 0.6, 0.9],
+            rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        };
+        let boxes = [
+            unit(ObjectClass::KitchenCabinet, 2.4),
+            unit(ObjectClass::Stove, 3.0),
+            unit(ObjectClass::Sink, 3.6),
+            unit(ObjectClass::Bed, 8.0),
+        ];
+        let mut counter = candidate(0, [3.0, 1.0, 0.45], features(1.8, 0.9));
+        counter.bbox.size_m = [1.8, 0.6, 0.9];
+        let samples = label_candidates(&[counter.clone()], &boxes, &Pose3::identity(), "scene_000");
+        assert_eq!(samples[0].class, Some(ObjectClass::Stove));
+        assert_eq!(samples[0].also, vec![ObjectClass::KitchenCabinet, ObjectClass::Sink]);
+
+        let mut training = samples;
+        training.push(TrainingSample {
+            also: Vec::new(),
+            class: Some(ObjectClass::Bed),
+            features: features(2.0, 0.5),
+            source: "b".into(),
+        });
+        let model = ObjectClassifier { k: 1, ..ObjectClassifier::train(training).unwrap() };
+        let bed = candidate(1, [8.0, 1.0, 0.3], features(2.0, 0.5));
+        let candidates = [bed, counter];
+        let (found, score) = model.best_candidate(&candidates, ObjectClass::KitchenCabinet).unwrap();
+        assert_eq!((found.id, score), (0, 1.0));
+        assert_eq!(model.best_candidate(&candidates, ObjectClass::Sink).map(|c| c.0.id), Some(0));
+        assert_eq!(model.classify(&features(1.8, 0.9)).and_then(|c| c.0), Some(ObjectClass::Stove));
     }
 }
