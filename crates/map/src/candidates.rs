@@ -134,7 +134,8 @@ impl CandidateAccumulator {
             .voxels
             .iter()
             .filter(|(key, voxel)| {
-                voxel.frames >= MIN_VOXEL_FRAMES && (wall_top.0..=wall_top.1).contains(&voxel_centre(**key)[2])
+                voxel.frames >= MIN_VOXEL_FRAMES
+                    && (wall_top.0..=wall_top.1).contains(&voxel_centre(**key)[2])
             })
             .map(|(key, _)| [key[0], key[1]])
             .collect();

@@ -367,15 +367,19 @@ mod tests {
 
     #[test]
     fn training_needs_labelled_samples_of_the_right_length() {
-        let background =
-            vec![TrainingSample {
-                also: Vec::new(),
-                class: None, features: features(1.0, 1.0), source: "x".into() }];
+        let background = vec![TrainingSample {
+            also: Vec::new(),
+            class: None,
+            features: features(1.0, 1.0),
+            source: "x".into(),
+        }];
         assert!(ObjectClassifier::train(background).is_err());
-        let short =
-            vec![TrainingSample {
-                also: Vec::new(),
-                class: Some(ObjectClass::Bed), features: vec![1.0], source: "y".into() }];
+        let short = vec![TrainingSample {
+            also: Vec::new(),
+            class: Some(ObjectClass::Bed),
+            features: vec![1.0],
+            source: "y".into(),
+        }];
         assert!(ObjectClassifier::train(short).unwrap_err().to_string().contains("features"));
     }
 
