@@ -207,3 +207,36 @@ pub fn load_classifier(path: Option<&Path>) -> Result<Option<std::sync::Arc<Obje
         .with_context(|| format!("loading the object classifier {}", path.display()))?;
     Ok(Some(std::sync::Arc::new(model)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gst_map::FEATURE_COUNT;
+
+    fn sample(class: Option<ObjectClass>, also: &[ObjectClass], x: f64, source: &str) -> TrainingSample {
+        let mut features = vec![0.5; FEATURE_COUNT];
+        features[0] = x;
+        TrainingSample { class, also: also.to_vec(), features, source: source.into() }
+    }
+
+    #[test]
+    fn held_out_scenes_count_the_objects_their_chosen_candidates_hold() -> Result<()> {
+        use ObjectClass::{Bed, KitchenCabinet, Sofa, Stove};
+        // Per scene: a kitchen counter (centre in the stove, the cabinet beside it), a bed, a wall fragment.
+        let scene = |name: &str, jitter: f64| SceneSamples {
+            samples: vec![
+                sample(Some(Stove), &[KitchenCabinet], 1.8 + jitter, name),
+                sample(Some(Bed), &[], 2.0 + jitter, name),
+                sample(None, &[], 0.2 + jitter, name),
+            ],
+            // A sofa is annotated but no candidate holds one: asked, never found.
+            unique_classes: vec![Bed, KitchenCabinet, Sofa, Stove],
+        };
+        let scenes = [scene("a", 0.0), scene("b", 0.01), scene("c", 0.02)];
+        let held = leave_one_scene_out(&scenes)?.expect("three scenes");
+        assert_eq!((held.asked, held.found), (12, 9));
+        assert_eq!((held.labelled, held.correct), (6, 6));
+        assert!(leave_one_scene_out(&scenes[..1])?.is_none());
+        Ok(())
+    }
+}
