@@ -145,16 +145,44 @@ fn handle(stream: TcpStream, state: &State) {
     if state.stop.load(Ordering::SeqCst) {
         return;
     }
-    let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-    state.max_in_flight.fetch_max(now, Ordering::SeqCst);
-    let result = serve(stream, state);
-    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    let mut flight = InFlight::start(state);
+    let result = serve(stream, state, &mut flight);
+    drop(flight);
     if let Err(error) = result {
         tracing::debug!(%error, "test server connection failed");
     }
 }
 
-fn serve(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
+/// One request being answered, counted from its connection until its reply is about to be written: the
+/// client can read the reply (and let its next request go) only after the count went down, so
+/// [`TestServer::max_in_flight`] never exceeds what the client let through, however the threads are
+/// scheduled.
+struct InFlight<'a> {
+    state: &'a State,
+    counted: bool,
+}
+
+impl<'a> InFlight<'a> {
+    fn start(state: &'a State) -> Self {
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        Self { state, counted: true }
+    }
+
+    fn end(&mut self) {
+        if std::mem::take(&mut self.counted) {
+            self.state.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+fn serve(mut stream: TcpStream, state: &State, flight: &mut InFlight<'_>) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request_line = String::new();
     reader.read_line(&mut request_line)?;
@@ -191,6 +219,7 @@ fn serve(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
+    flight.end();
     stream.write_all(head.as_bytes())?;
     stream.write_all(reply.body.as_bytes())?;
     stream.flush()
