@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use gst_core::ObjectClass;
 use gst_io::TumSequence;
 use gst_map::{
-    MapConfig, NoPerception, ObjectCandidate, ObjectClassifier, TrainingSample, YawBox, label_candidates,
+    MapConfig, NoPerception, ObjectCandidate, ObjectClassifier, TrainingSample, label_candidates,
     map_sequence, poses_per_frame, read_annotation_boxes,
 };
 
@@ -102,9 +102,10 @@ pub fn run(args: &TrainObjectsArgs) -> Result<()> {
     Ok(())
 }
 
-/// One training scene's labelled candidates, and the classes it has exactly one object of (those a semantic
-/// question can name).
+/// One training scene's candidates and their labels (`samples[k]` labels `candidates[k]`), and the classes
+/// it has exactly one object of (those a semantic question can name).
 struct SceneSamples {
+    candidates: Vec<ObjectCandidate>,
     samples: Vec<TrainingSample>,
     unique_classes: Vec<ObjectClass>,
 }
@@ -126,6 +127,7 @@ fn scene_samples(split: &Path, scene: &str, frame_stride: usize) -> Result<Scene
     }
     Ok(SceneSamples {
         samples: label_candidates(&map.candidates, &boxes, &map.map_from_world, scene),
+        candidates: map.candidates,
         unique_classes: per_class.into_iter().filter(|(_, n)| *n == 1).map(|(c, _)| c).collect(),
     })
 }
@@ -162,24 +164,12 @@ fn leave_one_scene_out(per_scene: &[SceneSamples]) -> Result<Option<HeldOut>> {
                 held_out.correct += 1;
             }
         }
-        // The candidates as the answerer sees them: features only, labels kept aside to judge.
-        let candidates: Vec<ObjectCandidate> = held
-            .samples
-            .iter()
-            .enumerate()
-            .map(|(id, s)| ObjectCandidate {
-                id,
-                centroid_m: [0.0; 3],
-                bbox: YawBox { center_m: [0.0; 3], size_m: [0.0; 3], yaw_rad: 0.0 },
-                voxels: 0,
-                color: [0; 3],
-                features: s.features.clone(),
-            })
-            .collect();
+        // Chosen as the answerer chooses, judged by the labels of the chosen candidate.
         for &class in &held.unique_classes {
             held_out.asked += 1;
-            if let Some((best, _)) = model.best_candidate(&candidates, class) {
-                let sample = &held.samples[best.id];
+            if let Some((best, _)) = model.best_candidate(&held.candidates, class) {
+                let position = held.candidates.iter().position(|c| std::ptr::eq(c, best));
+                let Some(sample) = position.map(|k| &held.samples[k]) else { continue };
                 if sample.class == Some(class) || sample.also.contains(&class) {
                     held_out.found += 1;
                 }
@@ -223,14 +213,26 @@ mod tests {
     fn held_out_scenes_count_the_objects_their_chosen_candidates_hold() -> Result<()> {
         use ObjectClass::{Bed, KitchenCabinet, Sofa, Stove};
         // Per scene: a kitchen counter (centre in the stove, the cabinet beside it), a bed, a wall fragment.
-        let scene = |name: &str, jitter: f64| SceneSamples {
-            samples: vec![
+        let scene = |name: &str, jitter: f64| {
+            let samples = vec![
                 sample(Some(Stove), &[KitchenCabinet], 1.8 + jitter, name),
                 sample(Some(Bed), &[], 2.0 + jitter, name),
                 sample(None, &[], 0.2 + jitter, name),
-            ],
+            ];
+            let candidates = samples
+                .iter()
+                .enumerate()
+                .map(|(id, s)| ObjectCandidate {
+                    id,
+                    centroid_m: [id as f64, 0.0, 0.4],
+                    bbox: gst_map::YawBox { center_m: [id as f64, 0.0, 0.4], size_m: [0.8; 3], yaw_rad: 0.0 },
+                    voxels: 100,
+                    color: [128; 3],
+                    features: s.features.clone(),
+                })
+                .collect();
             // A sofa is annotated but no candidate holds one: asked, never found.
-            unique_classes: vec![Bed, KitchenCabinet, Sofa, Stove],
+            SceneSamples { candidates, samples, unique_classes: vec![Bed, KitchenCabinet, Sofa, Stove] }
         };
         let scenes = [scene("a", 0.0), scene("b", 0.01), scene("c", 0.02)];
         let held = leave_one_scene_out(&scenes)?.expect("three scenes");

@@ -130,7 +130,8 @@ impl CandidateAccumulator {
             occupancy.ceiling_z_m - WALL_TOP_BELOW_CEILING_M.0,
             occupancy.ceiling_z_m - WALL_TOP_BELOW_CEILING_M.1,
         );
-        let tall_columns: HashSet<[i32; 2]> = self
+        // Columns with a wall rising to the ceiling, and every column within reach of one.
+        let ceiling_columns: HashSet<[i32; 2]> = self
             .voxels
             .iter()
             .filter(|(key, voxel)| {
@@ -139,13 +140,14 @@ impl CandidateAccumulator {
             })
             .map(|(key, _)| [key[0], key[1]])
             .collect();
-        // A tall column is one whose wall rises to the ceiling within this many voxels around.
-        let reaches_ceiling = |key: [i32; 3]| {
-            (-TALL_COLUMN_RADIUS..=TALL_COLUMN_RADIUS).any(|dy| {
-                (-TALL_COLUMN_RADIUS..=TALL_COLUMN_RADIUS)
-                    .any(|dx| tall_columns.contains(&[key[0] + dx, key[1] + dy]))
+        let near_ceiling_column: HashSet<[i32; 2]> = ceiling_columns
+            .iter()
+            .flat_map(|c| {
+                (-TALL_COLUMN_RADIUS..=TALL_COLUMN_RADIUS).flat_map(move |dy| {
+                    (-TALL_COLUMN_RADIUS..=TALL_COLUMN_RADIUS).map(move |dx| [c[0] + dx, c[1] + dy])
+                })
             })
-        };
+            .collect();
         let near_structure = |x: f64, y: f64| -> bool {
             let Some((c, r)) = g.cell_from_world(x, y) else { return false };
             for dr in -WALL_DILATION_CELLS..=WALL_DILATION_CELLS {
@@ -174,7 +176,7 @@ impl CandidateAccumulator {
             }
             if !near_structure(x, y) {
                 kept.insert(*key, *voxel);
-            } else if !reaches_ceiling(*key) {
+            } else if !near_ceiling_column.contains(&[key[0], key[1]]) {
                 tall.insert(*key, *voxel);
             }
         }

@@ -267,7 +267,7 @@ pub fn label_candidates(
                 .filter(|b| Some(b.class) != class)
                 .filter(|b| {
                     let centre = map_from_world.transform_point(&Point3::from(b.center));
-                    yaw_box_contains(&c.bbox, [centre.x, centre.y, centre.z], LABEL_MARGIN_M)
+                    c.bbox.contains([centre.x, centre.y, centre.z], LABEL_MARGIN_M)
                 })
                 .map(|b| b.class)
                 .collect();
@@ -276,14 +276,6 @@ pub fn label_candidates(
             TrainingSample { class, also, features: c.features.clone(), source: format!("{source}#{}", c.id) }
         })
         .collect()
-}
-
-/// Whether a point (the box's frame, map) lies in a yaw box grown by `margin` metres on every side.
-fn yaw_box_contains(b: &crate::objects::YawBox, p: [f64; 3], margin: f64) -> bool {
-    let (dx, dy) = (p[0] - b.center_m[0], p[1] - b.center_m[1]);
-    let (sin, cos) = b.yaw_rad.sin_cos();
-    let local = [cos * dx + sin * dy, -sin * dx + cos * dy, p[2] - b.center_m[2]];
-    (0..3).all(|a| local[a].abs() <= b.size_m[a] / 2.0 + margin)
 }
 
 #[cfg(test)]

@@ -57,6 +57,16 @@ pub struct YawBox {
     pub yaw_rad: f64,
 }
 
+impl YawBox {
+    /// Whether a point (the box's frame) lies in the box grown by `margin_m` on every side.
+    pub fn contains(&self, p: [f64; 3], margin_m: f64) -> bool {
+        let (dx, dy) = (p[0] - self.center_m[0], p[1] - self.center_m[1]);
+        let (sin, cos) = self.yaw_rad.sin_cos();
+        let local = [cos * dx + sin * dy, -sin * dx + cos * dy, p[2] - self.center_m[2]];
+        (0..3).all(|a| local[a].abs() <= self.size_m[a] / 2.0 + margin_m)
+    }
+}
+
 /// A fused object.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
