@@ -107,6 +107,28 @@ fn tracks_a_rendered_episode_and_relocalises_current_views() -> anyhow::Result<(
         on_path.0,
         on_path.1
     );
+    // An image the map explains only in part: a path frame with its left four fifths painted flat grey.
+    // Its features, all in the last fifth, still give the true pose, but the photometric check over the
+    // whole image (correlation about √⅕ of the frame's) rejects it; the outcome keeps that pose as the best
+    // rejected one, the unverified guess a caller that must answer falls back on.
+    let (right, right_pose) = &path[path.len() / 2];
+    let (w, h) = (right.width() as usize, right.height() as usize);
+    let mut pixels = right.data().to_vec();
+    for y in 0..h {
+        for x in 0..w * 4 / 5 {
+            pixels[y * w + x] = [128, 128, 128];
+        }
+    }
+    let composite = gst_core::RgbImage::from_vec(w as u32, h as u32, pixels)?;
+    let outcome = Relocalizer::new(&map, &SlamConfig::default())?.relocalize_outcome(&composite)?;
+    assert!(outcome.accepted.is_none(), "the composite was verified: {:?}", outcome.accepted);
+    let rejected =
+        outcome.best_rejected.ok_or_else(|| anyhow::anyhow!("no rejected pose for the composite"))?;
+    assert!(rejected.ncc < gst_slam::relocalize::MIN_NCC && rejected.inliers >= 15, "{rejected:?}");
+    let guess = alignment.transform_pose(&rejected.world_from_camera);
+    let error = (guess.translation() - right_pose.translation()).norm();
+    assert!(error < 0.3, "the composite's best rejected pose is {error} m off: {rejected:?}");
+
     // Current views off the path (≥ 0.5 m away, any heading) are much harder for ORB: measured, reported.
     let mut off_path = 0;
     for (image, true_pose) in &views {

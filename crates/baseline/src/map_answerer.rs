@@ -13,8 +13,9 @@
 //!   to the options' plan, is compared with each option's red line and blue start.
 //!
 //! Fallbacks (a [`Reply::fallback`] with the reason, scored like any answer and counted per column): a
-//! current view that does not relocalise takes the pose of the keyframe whose coarse layout looks most like
-//! it ([`gst_slam::Relocalizer::appearance_guess`]); a target that cannot be found (no red box located, a
+//! current view that does not relocalise takes the best pose the photometric check rejected
+//! ([`gst_slam::RelocalizationOutcome::best_rejected`]), else the best render-and-compare pose
+//! ([`gst_slam::Relocalizer::appearance_guess`]); a target that cannot be found (no red box located, a
 //! class the map does not have) is taken at the centre of the map's free space, 0.5 m above the floor; a
 //! sub-trajectory with fewer than two relocalised frames is drawn from its frames' appearance guesses.
 //!
@@ -325,9 +326,17 @@ impl MapAnswerer {
         }
         let view = gst_io::read_rgb(&path)?;
         let mut relocalizer = memory.slam.relocalizer()?;
-        let located = match relocalizer.relocalize(&view)? {
-            Some(found) => (found.world_from_camera, None),
-            None => {
+        let outcome = relocalizer.relocalize_outcome(&view)?;
+        let located = match (outcome.accepted, outcome.best_rejected) {
+            (Some(found), _) => (found.world_from_camera, None),
+            (None, Some(rejected)) => (
+                rejected.world_from_camera,
+                Some(format!(
+                    "current view not verified: the best rejected pose (correlation {:.2}, {} inliers)",
+                    rejected.ncc, rejected.inliers
+                )),
+            ),
+            (None, None) => {
                 let (keyframe, pose) =
                     relocalizer.appearance_guess(&view).ok_or_else(|| BaselineError::Question {
                         uid: question.question.uid.clone(),

@@ -62,6 +62,12 @@ pub struct ViewResult {
     pub inliers: usize,
     pub confidence: f64,
     pub seconds: f64,
+    /// Not found: the errors (metres, degrees) of the best hypothesis the photometric check rejected, and
+    /// of the best render-and-compare pose (the unverified guesses a caller can fall back on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected_error: Option<(f64, f64)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub appearance_error: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,8 +133,32 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
         for view in views {
             let image = gst_io::read_rgb(&args.data.join(&view.image))?;
             let started = std::time::Instant::now();
-            let found = relocalizer.relocalize(&image)?;
+            let outcome = relocalizer.relocalize_outcome(&image)?;
             let seconds = started.elapsed().as_secs_f64();
+            let errors = |pose: &Pose3| {
+                let estimate = alignment.transform_pose(pose);
+                let truth = &view.world_from_camera;
+                (
+                    (estimate.translation() - truth.translation()).norm(),
+                    (estimate.rotation().inverse() * truth.rotation()).angle().to_degrees(),
+                )
+            };
+            let (rejected_error, appearance_error) = if outcome.accepted.is_some() {
+                (None, None)
+            } else {
+                let appearance = relocalizer.appearance_guess(&image).map(|(_, pose)| pose);
+                tracing::info!(
+                    "{scene} {}: rejected {:?}, appearance guess {:?}",
+                    view.image,
+                    outcome.best_rejected.as_ref().map(|r| (r.ncc, r.coverage)),
+                    appearance.as_ref().and_then(|pose| relocalizer.check_pose(&image, pose))
+                );
+                (
+                    outcome.best_rejected.as_ref().map(|r| errors(&r.world_from_camera)),
+                    appearance.as_ref().map(errors),
+                )
+            };
+            let found = outcome.accepted;
             let mut result = ViewResult {
                 scene: scene.clone(),
                 image: view.image.clone(),
@@ -138,13 +168,13 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 inliers: 0,
                 confidence: 0.0,
                 seconds,
+                rejected_error,
+                appearance_error,
             };
             if let Some(found) = found {
-                let estimate = alignment.transform_pose(&found.world_from_camera);
-                let truth = &view.world_from_camera;
-                result.position_error_m = Some((estimate.translation() - truth.translation()).norm());
-                result.heading_error_deg =
-                    Some((estimate.rotation().inverse() * truth.rotation()).angle().to_degrees());
+                let (position, heading) = errors(&found.world_from_camera);
+                result.position_error_m = Some(position);
+                result.heading_error_deg = Some(heading);
                 result.inliers = found.inliers;
                 result.confidence = found.confidence;
             }
@@ -241,14 +271,33 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
     } else {
         for r in &report.results {
             println!(
-                "{:<10} {:<28} {:>6} {:>8} {:>8} {:>5} {:>5.2}",
+                "{:<10} {:<28} {:>6} {:>8} {:>8} {:>5} {:>5.2} {}",
                 r.scene,
                 r.image,
                 if r.found { "found" } else { "-" },
                 r.position_error_m.map_or("-".into(), |e| format!("{e:.3}")),
                 r.heading_error_deg.map_or("-".into(), |e| format!("{e:.1}")),
                 r.inliers,
-                r.confidence
+                r.confidence,
+                [("rejected", r.rejected_error), ("appearance", r.appearance_error)]
+                    .iter()
+                    .filter_map(|(what, e)| e.map(|(m, deg)| format!("{what} {m:.2} m {deg:.0}°")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        for (what, guesses) in [
+            (
+                "best rejected hypothesis",
+                report.results.iter().filter_map(|r| r.rejected_error).collect::<Vec<_>>(),
+            ),
+            ("render-and-compare guess", report.results.iter().filter_map(|r| r.appearance_error).collect()),
+        ] {
+            println!(
+                "views not found, {what}: {} of {} within 0.3 m and 10°, {} within 1 m and 30°",
+                guesses.iter().filter(|(m, deg)| *m < 0.3 && *deg < 10.0).count(),
+                guesses.len(),
+                guesses.iter().filter(|(m, deg)| *m < 1.0 && *deg < 30.0).count()
             );
         }
         println!(

@@ -14,7 +14,14 @@
 //! correlated with the image's. Repeated textures (wallpaper, tiles) can make the matches of a keyframe
 //! metres away agree on a shifted pose; what does not repeat in the view decides between them. The
 //! hypothesis with the highest correlation wins, and none is returned when no correlation reaches
-//! [`MIN_NCC`].
+//! [`MIN_NCC`]. A place hypothesis whose matching fails is retried from a grid of starts around it
+//! ([`Relocalizer::refine_around`]): photometric refinement stops decimetres off along flat directions of
+//! its correlation, farther than tight matching reaches. The search ends early once a verified pose is
+//! settled ([`SETTLED_NCC`], [`SETTLED_INLIERS`]): most views are found by their first match sets, and
+//! render and compare is most of the time of the rest.
+//!
+//! [`Relocalizer::relocalize_outcome`] also returns, when nothing is verified, the best rejected
+//! hypothesis: an unverified guess for callers that must answer anyway (the map answerer's fallback).
 //!
 //! Confidence is `ncc · min(1, inliers / 50)`: near 1 for a view that the map's keyframes reproduce and
 //! that has fifty or more consistent matches.
@@ -50,6 +57,15 @@ pub struct Relocalization {
     /// Photometric check of the pose: correlation of the warped keyframes with the image, and their coverage.
     pub ncc: f64,
     pub coverage: f64,
+}
+
+/// What [`Relocalizer::relocalize_outcome`] found: the verified pose, or else the best rejected one.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RelocalizationOutcome {
+    pub accepted: Option<Relocalization>,
+    /// When nothing was verified: the hypothesis with the highest photometric correlation among those whose
+    /// check covered enough of the image ([`Relocalization::ncc`] below [`MIN_NCC`]). Unverified.
+    pub best_rejected: Option<Relocalization>,
 }
 
 /// Relocalises images against one map.
@@ -121,6 +137,14 @@ const PLACE_HYPOTHESES: usize = 12;
 /// matches / from render and compare).
 const MATCH_RADIUS_PX: f64 = 8.0;
 const PLACE_MATCH_RADIUS_PX: f64 = 30.0;
+/// Starts of [`Relocalizer::refine_around`]: a grid of (2 * AROUND_STEPS + 1)² positions around a place
+/// hypothesis, this far apart (metres).
+const AROUND_STEPS: i32 = 2;
+const AROUND_STEP_M: f64 = 0.2;
+/// A verified pose with this correlation and this many inliers ends the search: the remaining match sets
+/// and render and compare (most of the time of a view) are skipped.
+const SETTLED_NCC: f64 = 0.75;
+const SETTLED_INLIERS: usize = 60;
 /// Halvings of the photometric refinement's steps (0.2 m and 4 degrees at first).
 const PHOTOMETRIC_LEVELS: usize = 4;
 
@@ -157,6 +181,13 @@ impl<'a> Relocalizer<'a> {
 
     /// The camera pose of `image` in the map, or `None` when no hypothesis is verified.
     pub fn relocalize(&mut self, image: &RgbImage) -> Result<Option<Relocalization>, SlamError> {
+        Ok(self.relocalize_outcome(image)?.accepted)
+    }
+
+    /// Like [`Self::relocalize`], with the best hypothesis the photometric check rejected (highest
+    /// correlation among those covering enough of the image) beside the verified one: an unverified guess
+    /// for callers that must answer anyway.
+    pub fn relocalize_outcome(&mut self, image: &RgbImage) -> Result<RelocalizationOutcome, SlamError> {
         let camera = &self.map.camera;
         if (image.width(), image.height()) != (camera.width, camera.height) {
             return Err(SlamError::InvalidInput(format!(
@@ -170,7 +201,7 @@ impl<'a> Relocalizer<'a> {
         let features = self.orb.extract(image, None)?;
         let thumbnail = Thumbnail::new(camera, image, None, (0.0, f32::INFINITY));
         if features.len() < MIN_INLIERS {
-            return Ok(None);
+            return Ok(RelocalizationOutcome::default());
         }
         // A tight distance keeps the votes discriminative (at 64 nearly every keyframe gets hundreds).
         // Hypotheses: the keyframes most voted for by descriptors, then those whose coarse layout (where the
@@ -197,12 +228,19 @@ impl<'a> Relocalizer<'a> {
             }
         }
         let mut best: Option<Relocalization> = None;
+        let rejected: std::cell::RefCell<Option<Relocalization>> = std::cell::RefCell::new(None);
         let consider = |judged: Judged, best: &mut Option<Relocalization>| {
             let found = judged.relocalization;
-            if judged.accepted
-                && best.as_ref().is_none_or(|b| (found.ncc, found.inliers) > (b.ncc, b.inliers))
-            {
-                *best = Some(found);
+            let better = |b: &Relocalization| (found.ncc, found.inliers) > (b.ncc, b.inliers);
+            if judged.accepted {
+                if best.as_ref().is_none_or(better) {
+                    *best = Some(found);
+                }
+            } else if found.coverage >= MIN_COVERAGE {
+                let mut rejected = rejected.borrow_mut();
+                if rejected.as_ref().is_none_or(better) {
+                    *rejected = Some(found);
+                }
             }
         };
         let mut shift_seeds: Vec<(Relocalization, Vec<u32>)> = Vec::new();
@@ -233,7 +271,13 @@ impl<'a> Relocalizer<'a> {
             })
             .collect();
         hypotheses.extend(self.window_matches(&features).into_iter().map(|m| (u32::MAX, m)));
+        let settled = |best: &Option<Relocalization>| {
+            best.as_ref().is_some_and(|b| b.ncc >= SETTLED_NCC && b.inliers >= SETTLED_INLIERS)
+        };
         for (kf, matches) in hypotheses {
+            if settled(&best) {
+                break;
+            }
             let points: Vec<Point3<f64>> =
                 matches.iter().map(|&(p, _)| self.map.points[p as usize].position).collect();
             let pixels: Vec<[f64; 2]> = matches
@@ -294,7 +338,7 @@ impl<'a> Relocalizer<'a> {
         // photometrically, then by guided ORB matching and verified as any other hypothesis. (Accepting
         // photometrically refined poses without matches was tried: on 6 current views all 4 such poses were
         // metres off.)
-        if let Some(places) = self.places {
+        if let Some(places) = self.places.filter(|_| !settled(&best)) {
             for hypothesis in places.hypotheses(image, PLACE_HYPOTHESES) {
                 let Some((refined, _)) = self.refine_photometric(&thumbnail, &hypothesis.world_from_camera)
                 else {
@@ -307,14 +351,19 @@ impl<'a> Relocalizer<'a> {
                     wide.and_then(|(w, _)| self.refine(&features, w.world_from_camera.0.inverse(), u32::MAX));
                 if let Some((found, _)) = tight {
                     let judged = self.judge(&thumbnail, found);
-                    if judged.accepted {
-                        consider(judged, &mut best);
+                    let accepted = judged.accepted;
+                    consider(judged, &mut best);
+                    if accepted {
                         continue;
                     }
                 }
+                if let Some((found, _)) = self.refine_around(&features, &refined.0.inverse()) {
+                    consider(self.judge(&thumbnail, found), &mut best);
+                }
             }
         }
-        Ok(best)
+        let best_rejected = if best.is_none() { rejected.into_inner() } else { None };
+        Ok(RelocalizationOutcome { accepted: best, best_rejected })
     }
 
     /// Match sets of the places in space where most of the image's features find a stored copy of their
@@ -703,6 +752,69 @@ impl<'a> Relocalizer<'a> {
         keyframe: u32,
         radius_px: f64,
     ) -> Option<(Relocalization, Vec<u32>)> {
+        let matches = self.guided_matches(features, &camera_from_world, radius_px);
+        if matches.len() < MIN_INLIERS {
+            return None;
+        }
+        let camera = &self.map.camera;
+        let scale = self.config.orb.scale_factor;
+        let observations = observations(&self.map.points, features, &matches, f64::from(scale), false);
+        let mut pose = camera_from_world;
+        let mut inlier = vec![true; observations.len()];
+        let inliers = optimize_pose(camera, &mut pose, &observations, &mut inlier);
+        if inliers < MIN_INLIERS {
+            return None;
+        }
+        let inlier_points = matches.iter().zip(&inlier).filter(|(_, ok)| **ok).map(|(m, _)| m.0).collect();
+        let found = Relocalization {
+            world_from_camera: Pose3(pose.inverse()),
+            inliers,
+            matches: matches.len(),
+            confidence: 0.0,
+            keyframe,
+            ncc: 0.0,
+            coverage: 0.0,
+        };
+        Some((found, inlier_points))
+    }
+
+    /// A pose hypothesis decimetres off (photometric refinement is flat along the view and across it):
+    /// tight guided matching ([`Self::refine`]) from poses on a grid around it, in the camera's
+    /// right–forward plane, [`AROUND_STEP_M`] apart; the start with the most inliers wins. Wider matching
+    /// from the hypothesis itself is pulled off by wrong matches on repeated textures.
+    fn refine_around(
+        &self,
+        features: &Features,
+        camera_from_world: &Isometry3<f64>,
+    ) -> Option<(Relocalization, Vec<u32>)> {
+        let world_from_camera = camera_from_world.inverse();
+        let mut best: Option<(Relocalization, Vec<u32>)> = None;
+        for i in -AROUND_STEPS..=AROUND_STEPS {
+            for j in -AROUND_STEPS..=AROUND_STEPS {
+                let offset =
+                    Isometry3::translation(f64::from(i) * AROUND_STEP_M, 0.0, f64::from(j) * AROUND_STEP_M);
+                let start = (world_from_camera * offset).inverse();
+                if let Some(found) = self.refine(features, start, u32::MAX)
+                    && best.as_ref().is_none_or(|b| found.0.inliers > b.0.inliers)
+                {
+                    best = Some(found);
+                }
+            }
+        }
+        tracing::debug!("around: {:?} inliers", best.as_ref().map(|b| b.0.inliers));
+        best
+    }
+
+    /// Per image feature, the map point near `camera_from_world` with the closest descriptor among those
+    /// projecting within `radius_px` (at octave 0) of it, as (point, feature) pairs sorted by point: the
+    /// points of the keyframes near the pose facing its way and of those that see what it would see.
+    fn guided_matches(
+        &self,
+        features: &Features,
+        camera_from_world: &Isometry3<f64>,
+        radius_px: f64,
+    ) -> Vec<(u32, u32)> {
+        let camera_from_world = *camera_from_world;
         let camera = &self.map.camera;
         let world_from_camera = camera_from_world.inverse();
         let position = world_from_camera.translation.vector;
@@ -753,27 +865,7 @@ impl<'a> Relocalizer<'a> {
         }
         let mut matches: Vec<(u32, u32)> = best.into_iter().map(|(f, (p, _))| (p, f)).collect();
         matches.sort_unstable();
-        if matches.len() < MIN_INLIERS {
-            return None;
-        }
-        let observations = observations(&self.map.points, features, &matches, f64::from(scale), false);
-        let mut pose = camera_from_world;
-        let mut inlier = vec![true; observations.len()];
-        let inliers = optimize_pose(camera, &mut pose, &observations, &mut inlier);
-        if inliers < MIN_INLIERS {
-            return None;
-        }
-        let inlier_points = matches.iter().zip(&inlier).filter(|(_, ok)| **ok).map(|(m, _)| m.0).collect();
-        let found = Relocalization {
-            world_from_camera: Pose3(pose.inverse()),
-            inliers,
-            matches: matches.len(),
-            confidence: 0.0,
-            keyframe,
-            ncc: 0.0,
-            coverage: 0.0,
-        };
-        Some((found, inlier_points))
+        matches
     }
 }
 
