@@ -6,6 +6,10 @@
 //! alignment of the trajectory (evaluation only), then every current view of `scenes/<scene>/views.json`
 //! is relocalised from its image alone.
 //!
+//! For every view not found, the table also gives the errors of the two unverified guesses a caller can fall
+//! back on (the best pose the photometric check rejected, the best render-and-compare pose), and a summary
+//! line counts those within the bounds and within 1 m and 30°.
+//!
 //! Diagnostics (logged at info level for every view not placed within the bounds): the render-and-compare
 //! score at the true pose and the best hypotheses' errors, the photometric check at the true pose, and
 //! whether relocalising from the true pose succeeds. `GST_DEBUG_PLACES=DIR` also writes, per such view, the
