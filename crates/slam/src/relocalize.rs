@@ -108,6 +108,41 @@ struct Judged {
     accepted: bool,
 }
 
+/// The best verified and the best rejected hypothesis of one relocalisation so far.
+#[derive(Default)]
+struct Search {
+    accepted: Option<Relocalization>,
+    rejected: Option<Relocalization>,
+}
+
+impl Search {
+    /// Keeps a judged hypothesis if it beats the best of its kind (correlation, then inliers); rejected ones
+    /// count only when their check covered enough of the image.
+    fn consider(&mut self, judged: Judged) {
+        let found = judged.relocalization;
+        let slot = if judged.accepted {
+            &mut self.accepted
+        } else if found.coverage >= MIN_COVERAGE {
+            &mut self.rejected
+        } else {
+            return;
+        };
+        if slot.as_ref().is_none_or(|b| (found.ncc, found.inliers) > (b.ncc, b.inliers)) {
+            *slot = Some(found);
+        }
+    }
+
+    /// Whether the verified pose is good enough to end the search ([`SETTLED_NCC`], [`SETTLED_INLIERS`]).
+    fn settled(&self) -> bool {
+        self.accepted.as_ref().is_some_and(|b| b.ncc >= SETTLED_NCC && b.inliers >= SETTLED_INLIERS)
+    }
+
+    fn outcome(self) -> RelocalizationOutcome {
+        let best_rejected = if self.accepted.is_none() { self.rejected } else { None };
+        RelocalizationOutcome { accepted: self.accepted, best_rejected }
+    }
+}
+
 /// Place windows tried per image ([`Relocalizer::window_matches`]), the edge of their cells, metres, and the
 /// descriptor distance of a copy.
 const WINDOW_HYPOTHESES: usize = 6;
@@ -227,22 +262,7 @@ impl<'a> Relocalizer<'a> {
                 ranked.push(kf);
             }
         }
-        let mut best: Option<Relocalization> = None;
-        let rejected: std::cell::RefCell<Option<Relocalization>> = std::cell::RefCell::new(None);
-        let consider = |judged: Judged, best: &mut Option<Relocalization>| {
-            let found = judged.relocalization;
-            let better = |b: &Relocalization| (found.ncc, found.inliers) > (b.ncc, b.inliers);
-            if judged.accepted {
-                if best.as_ref().is_none_or(better) {
-                    *best = Some(found);
-                }
-            } else if found.coverage >= MIN_COVERAGE {
-                let mut rejected = rejected.borrow_mut();
-                if rejected.as_ref().is_none_or(better) {
-                    *rejected = Some(found);
-                }
-            }
-        };
+        let mut search = Search::default();
         let mut shift_seeds: Vec<(Relocalization, Vec<u32>)> = Vec::new();
         // Match sets: each voted keyframe with its neighbours in time, then the places in space where most
         // of the image's descriptors find a copy (keyframes of one place seen at different times).
@@ -271,11 +291,8 @@ impl<'a> Relocalizer<'a> {
             })
             .collect();
         hypotheses.extend(self.window_matches(&features).into_iter().map(|m| (u32::MAX, m)));
-        let settled = |best: &Option<Relocalization>| {
-            best.as_ref().is_some_and(|b| b.ncc >= SETTLED_NCC && b.inliers >= SETTLED_INLIERS)
-        };
         for (kf, matches) in hypotheses {
-            if settled(&best) {
+            if search.settled() {
                 break;
             }
             let points: Vec<Point3<f64>> =
@@ -302,7 +319,7 @@ impl<'a> Relocalizer<'a> {
                 if !accepted && found.relocalization.inliers >= SHIFT_MIN_INLIERS {
                     shift_seeds.push((found.relocalization.clone(), inlier_points));
                 }
-                consider(found, &mut best);
+                search.consider(found);
                 if accepted {
                     break;
                 }
@@ -313,7 +330,7 @@ impl<'a> Relocalizer<'a> {
         }
         // Repeated textures: a rejected pose with many inliers may be shifted by whole texture periods. The
         // shifts between its points and stored copies of their descriptors elsewhere are the candidates.
-        if best.is_none() {
+        if search.accepted.is_none() {
             tracing::debug!("{} shift seeds", shift_seeds.len());
             for (seed, points) in &shift_seeds {
                 for shift in self.texture_shifts(points) {
@@ -330,7 +347,7 @@ impl<'a> Relocalizer<'a> {
                     let Some((found, _)) = self.refine(&features, shifted.inverse(), seed.keyframe) else {
                         continue;
                     };
-                    consider(self.judge(&thumbnail, found), &mut best);
+                    search.consider(self.judge(&thumbnail, found));
                 }
             }
         }
@@ -338,7 +355,7 @@ impl<'a> Relocalizer<'a> {
         // photometrically, then by guided ORB matching and verified as any other hypothesis. (Accepting
         // photometrically refined poses without matches was tried: on 6 current views all 4 such poses were
         // metres off.)
-        if let Some(places) = self.places.filter(|_| !settled(&best)) {
+        if let Some(places) = self.places.filter(|_| !search.settled()) {
             for hypothesis in places.hypotheses(image, PLACE_HYPOTHESES) {
                 let Some((refined, _)) = self.refine_photometric(&thumbnail, &hypothesis.world_from_camera)
                 else {
@@ -352,18 +369,17 @@ impl<'a> Relocalizer<'a> {
                 if let Some((found, _)) = tight {
                     let judged = self.judge(&thumbnail, found);
                     let accepted = judged.accepted;
-                    consider(judged, &mut best);
+                    search.consider(judged);
                     if accepted {
                         continue;
                     }
                 }
                 if let Some((found, _)) = self.refine_around(&features, &refined.0.inverse()) {
-                    consider(self.judge(&thumbnail, found), &mut best);
+                    search.consider(self.judge(&thumbnail, found));
                 }
             }
         }
-        let best_rejected = if best.is_none() { rejected.into_inner() } else { None };
-        Ok(RelocalizationOutcome { accepted: best, best_rejected })
+        Ok(search.outcome())
     }
 
     /// Match sets of the places in space where most of the image's features find a stored copy of their
@@ -752,7 +768,7 @@ impl<'a> Relocalizer<'a> {
         keyframe: u32,
         radius_px: f64,
     ) -> Option<(Relocalization, Vec<u32>)> {
-        let matches = self.guided_matches(features, &camera_from_world, radius_px);
+        let matches = self.guided_matches(features, camera_from_world, radius_px);
         if matches.len() < MIN_INLIERS {
             return None;
         }
@@ -811,10 +827,9 @@ impl<'a> Relocalizer<'a> {
     fn guided_matches(
         &self,
         features: &Features,
-        camera_from_world: &Isometry3<f64>,
+        camera_from_world: Isometry3<f64>,
         radius_px: f64,
     ) -> Vec<(u32, u32)> {
-        let camera_from_world = *camera_from_world;
         let camera = &self.map.camera;
         let world_from_camera = camera_from_world.inverse();
         let position = world_from_camera.translation.vector;
