@@ -15,7 +15,8 @@
 //! Fallbacks (a [`Reply::fallback`] with the reason, scored like any answer and counted per column): a
 //! current view that does not relocalise takes the best pose the photometric check rejected
 //! ([`gst_slam::RelocalizationOutcome::best_rejected`]), else the best render-and-compare pose
-//! ([`gst_slam::Relocalizer::appearance_guess`]); a target that cannot be found (no red box located, a
+//! ([`gst_slam::Relocalizer::appearance_guess`]), either with its heading read from the view by the
+//! Manhattan compass ([`gst_map::snap_heading`]) when the map and the view allow it; a target that cannot be found (no red box located, a
 //! class the map does not have) is taken at the centre of the map's free space, 0.5 m above the floor; a
 //! sub-trajectory with fewer than two relocalised frames is drawn from its frames' appearance guesses.
 //!
@@ -350,6 +351,24 @@ impl MapAnswerer {
                 };
                 (pose, Some(reason))
             }
+        };
+        // An unverified pose keeps its position and takes the heading the Manhattan compass reads from the
+        // view (within 45° of the pose's own), when the map has clear wall directions and the view clear
+        // lines along them.
+        let located = match located {
+            (pose, Some(reason)) => {
+                match gst_map::snap_heading(&memory.map, &memory.slam.map.camera, &view, &pose) {
+                    Some((snapped, reading)) => (
+                        snapped,
+                        Some(format!(
+                            "{reason}, its heading from the Manhattan compass (support {:.1})",
+                            reading.support
+                        )),
+                    ),
+                    None => (pose, Some(reason)),
+                }
+            }
+            verified => verified,
         };
         lock(&memory.views)?.insert(path, located.clone());
         Ok(located)

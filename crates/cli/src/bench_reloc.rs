@@ -44,6 +44,12 @@ pub struct RelocBenchArgs {
     /// are skipped.
     #[arg(long)]
     pub view: Option<String>,
+    /// Semantic maps of the same SLAM runs (`<DIR>/<scene>/map.json`, e.g. a map answerer cache's `maps/`):
+    /// every view's pose as the map answerer takes it (accepted, else the best rejected, else render and
+    /// compare) is also given the Manhattan compass's heading ([`gst_map::snap_heading`]), and the table
+    /// adds both heading errors.
+    #[arg(long)]
+    pub maps: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -72,6 +78,12 @@ pub struct ViewResult {
     pub rejected_error: Option<(f64, f64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub appearance_error: Option<(f64, f64)>,
+    /// With `--maps`: the heading (yaw) error in degrees of the pose the map answerer takes, and of it
+    /// after the compass (`None`: no reading, the pose is kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_yaw_error_deg: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compass_yaw_error_deg: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -134,6 +146,13 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
         let mut relocalizer = Relocalizer::new(&map, &config)?.with_places(&places);
+        let semantic = match &args.maps {
+            Some(dir) => Some(
+                gst_map::SemanticMap::load(&dir.join(scene))
+                    .with_context(|| format!("{}: no semantic map of {scene}", dir.display()))?,
+            ),
+            None => None,
+        };
         for view in views {
             let image = gst_io::read_rgb(&args.data.join(&view.image))?;
             let started = std::time::Instant::now();
@@ -147,10 +166,17 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     (estimate.rotation().inverse() * truth.rotation()).angle().to_degrees(),
                 )
             };
+            let yaw_error = |pose: &Pose3| {
+                let estimate = alignment.transform_pose(pose);
+                let d = (estimate.camera_yaw() - view.world_from_camera.camera_yaw()).to_degrees();
+                let d = d.rem_euclid(360.0);
+                d.min(360.0 - d)
+            };
+            let mut appearance = None;
             let (rejected_error, appearance_error) = if outcome.accepted.is_some() {
                 (None, None)
             } else {
-                let appearance = relocalizer.appearance_guess(&image).map(|(_, pose)| pose);
+                appearance = relocalizer.appearance_guess(&image).map(|(_, pose)| pose);
                 tracing::info!(
                     "{scene} {}: rejected {:?}, appearance guess {:?}",
                     view.image,
@@ -161,6 +187,22 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     outcome.best_rejected.as_ref().map(|r| errors(&r.world_from_camera)),
                     appearance.as_ref().map(errors),
                 )
+            };
+            let answer_pose = outcome
+                .accepted
+                .as_ref()
+                .map(|a| a.world_from_camera)
+                .or(outcome.best_rejected.as_ref().map(|r| r.world_from_camera))
+                .or(appearance);
+            let (answer_yaw_error_deg, compass_yaw_error_deg) = match (&semantic, answer_pose) {
+                (Some(semantic), Some(pose)) => {
+                    let snapped = gst_map::snap_heading(semantic, &map.camera, &image, &pose);
+                    if let Some((_, reading)) = &snapped {
+                        tracing::info!("{scene} {}: compass {reading:?}", view.image);
+                    }
+                    (Some(yaw_error(&pose)), snapped.map(|(p, _)| yaw_error(&p)))
+                }
+                _ => (None, None),
             };
             let found = outcome.accepted;
             let mut result = ViewResult {
@@ -174,6 +216,8 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 seconds,
                 rejected_error,
                 appearance_error,
+                answer_yaw_error_deg,
+                compass_yaw_error_deg,
             };
             if let Some(found) = found {
                 let (position, heading) = errors(&found.world_from_camera);
@@ -275,7 +319,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
     } else {
         for r in &report.results {
             println!(
-                "{:<10} {:<28} {:>6} {:>8} {:>8} {:>5} {:>5.2} {}",
+                "{:<10} {:<28} {:>6} {:>8} {:>8} {:>5} {:>5.2} {}{}",
                 r.scene,
                 r.image,
                 if r.found { "found" } else { "-" },
@@ -287,8 +331,39 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     .iter()
                     .filter_map(|(what, e)| e.map(|(m, deg)| format!("{what} {m:.2} m {deg:.0}°")))
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                r.answer_yaw_error_deg.map_or(String::new(), |e| format!(
+                    " | yaw {e:.1}° compass {}",
+                    r.compass_yaw_error_deg.map_or("-".into(), |c| format!("{c:.1}°"))
+                ))
             );
+        }
+        if args.maps.is_some() {
+            for (what, found) in [("found", true), ("not found", false)] {
+                let rows: Vec<&ViewResult> = report.results.iter().filter(|r| r.found == found).collect();
+                let ori =
+                    |e: f64| gst_bench::metrics::mean_accuracy(e, &gst_bench::metrics::ANGLE_LADDER_DEG);
+                let before: f64 = rows.iter().filter_map(|r| r.answer_yaw_error_deg).map(ori).sum();
+                let after: f64 = rows
+                    .iter()
+                    .filter_map(|r| r.compass_yaw_error_deg.or(r.answer_yaw_error_deg))
+                    .map(ori)
+                    .sum();
+                println!(
+                    "views {what} ({}): compass read {}; yaw within 5°: {} before, {} after; Ori mAcc {:.1} before, {:.1} after",
+                    rows.len(),
+                    rows.iter().filter(|r| r.compass_yaw_error_deg.is_some()).count(),
+                    rows.iter().filter(|r| r.answer_yaw_error_deg.is_some_and(|e| e <= 5.0)).count(),
+                    rows.iter()
+                        .filter(|r| r
+                            .compass_yaw_error_deg
+                            .or(r.answer_yaw_error_deg)
+                            .is_some_and(|e| e <= 5.0))
+                        .count(),
+                    100.0 * before / rows.len().max(1) as f64,
+                    100.0 * after / rows.len().max(1) as f64
+                );
+            }
         }
         for (what, guesses) in [
             (

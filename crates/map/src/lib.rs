@@ -11,6 +11,7 @@
 
 pub mod candidates;
 pub mod classifier;
+pub mod compass;
 pub mod config;
 pub mod error;
 pub mod grid;
@@ -28,6 +29,7 @@ pub use candidates::{CANDIDATE_VOXEL_M, FEATURE_COUNT, ObjectCandidate};
 pub use classifier::{
     AnnotatedBox, ObjectClassifier, TrainingSample, label_candidates, read_annotation_boxes,
 };
+pub use compass::{CompassReading, ManhattanFrame, manhattan_yaw, read_compass, snap_heading};
 pub use config::MapConfig;
 pub use error::MapError;
 pub use grid::GridFrame;

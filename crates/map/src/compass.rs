@@ -1,0 +1,470 @@
+//! A Manhattan-world compass: the heading of a camera from one RGB image, modulo a quarter turn, against the
+//! dominant wall directions of the map (Coughlan and Yuille, "Manhattan World: Compass Direction from a Single
+//! Image by Bayesian Inference", ICCV 1999; here as a direct search rather than their Bayesian model).
+//!
+//! Indoor scenes are built along two horizontal axes at right angles and the vertical. Each axis has a
+//! vanishing point in the image, fixed by the camera's rotation; the image's edges (pixels of strong
+//! gradient, their line direction perpendicular to it) point at one of the three. [`read_compass`] searches
+//! heading and pitch (roll zero: the map frame is gravity-aligned) for the rotation whose vanishing points
+//! the edges agree with best. The score repeats every quarter turn, so the heading is read within ±45° of a
+//! guess: [`snap_heading`] keeps a rough pose's position and replaces its heading and pitch, which is what a
+//! current view that relocalisation could not verify gets (the map answerer's fallback).
+//!
+//! The map's axes come from its occupied cells ([`manhattan_yaw`]): the yaw whose two projections of the
+//! cells (onto the axis and onto its perpendicular) are most peaked — walls are lines of cells.
+
+use nalgebra::{Point3, Vector3};
+
+use gst_core::{PinholeCamera, Pose3, RgbImage};
+
+use crate::map::SemanticMap;
+use crate::occupancy::{CellState, OccupancyGrid};
+
+/// Yaw step of the map's axis search, degrees.
+const MAP_YAW_STEP_DEG: f64 = 0.25;
+/// Histogram bins of the map's axis search, in cells.
+const HISTOGRAM_BIN_CELLS: f64 = 2.0;
+/// Fewest occupied cells for the map's axes.
+const MIN_OCCUPIED_CELLS: usize = 50;
+/// Blur before the gradient, pixels.
+const BLUR_SIGMA_PX: f32 = 1.0;
+/// Window of the structure tensor (Gaussian σ), pixels.
+const TENSOR_SIGMA_PX: f32 = 2.0;
+/// Fewest coherence ((λ1 − λ2) / (λ1 + λ2) of the structure tensor) of an edge pixel: straight edges, not
+/// corners or texture.
+const MIN_COHERENCE: f64 = 0.8;
+/// Gradient magnitude (3x3 Sobel on 0–255 grey) of an edge pixel.
+const EDGE_MAGNITUDE: f32 = 48.0;
+/// Most edge pixels scored (a regular subsample beyond).
+const MAX_EDGE_PIXELS: usize = 6000;
+/// Fewest edge pixels for a reading.
+const MIN_EDGE_PIXELS: usize = 300;
+/// An edge agrees with a vanishing point within this angle, degrees (linearly less up to it).
+const AGREEMENT_DEG: f64 = 3.0;
+/// Heading search: coarse step and the fine step around the coarse best, degrees.
+const COARSE_YAW_STEP_DEG: f64 = 1.0;
+const FINE_STEP_DEG: f64 = 0.1;
+/// Pitch search range and coarse step, degrees (positive looking up).
+const PITCH_RANGE_DEG: [f64; 2] = [-35.0, 20.0];
+const COARSE_PITCH_STEP_DEG: f64 = 1.0;
+
+/// The map's Manhattan axes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ManhattanFrame {
+    /// Yaw of one horizontal axis in the map frame, radians in [0, π/2); the other is a quarter turn on.
+    pub yaw_rad: f64,
+    /// How much more peaked the cells' projections are along these axes than at 45° from them (≥ 1).
+    pub sharpness: f64,
+}
+
+/// The map's Manhattan axes from its occupied cells, or `None` with too few of them.
+pub fn manhattan_yaw(grid: &OccupancyGrid) -> Option<ManhattanFrame> {
+    let frame = &grid.frame;
+    let cells: Vec<[f64; 2]> = grid
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(_, state)| **state == CellState::Occupied)
+        .map(|(i, _)| {
+            frame.world_from_cell((i % frame.width as usize) as u32, (i / frame.width as usize) as u32)
+        })
+        .collect();
+    if cells.len() < MIN_OCCUPIED_CELLS {
+        return None;
+    }
+    // Bins of two cells, each cell shared linearly between its two nearest: on bins of one cell, the
+    // projection along the grid's own axes gathers every row of cells into one bin whatever the walls do.
+    let bin_m = HISTOGRAM_BIN_CELLS * frame.resolution_m;
+    let reach = f64::from(frame.width.max(frame.height)) * frame.resolution_m * 1.5
+        + frame.origin_x_m.abs().max(frame.origin_y_m.abs());
+    let bins = (2.0 * reach / bin_m).ceil() as usize + 2;
+    let peakedness = |yaw: f64| {
+        let (s, c) = yaw.sin_cos();
+        let mut along = vec![0.0f64; bins];
+        let mut across = vec![0.0f64; bins];
+        let add = |histogram: &mut [f64], w: f64| {
+            let f = ((w + reach) / bin_m).clamp(0.0, (bins - 2) as f64);
+            let lower = f.floor();
+            let k = lower as usize;
+            histogram[k] += 1.0 - (f - lower);
+            histogram[k + 1] += f - lower;
+        };
+        for [x, y] in &cells {
+            add(&mut along, x * c + y * s);
+            add(&mut across, -x * s + y * c);
+        }
+        along.iter().chain(&across).map(|n| n * n).sum::<f64>()
+    };
+    let steps = (90.0 / MAP_YAW_STEP_DEG).round() as usize;
+    let scores: Vec<f64> =
+        (0..steps).map(|k| peakedness((k as f64 * MAP_YAW_STEP_DEG).to_radians())).collect();
+    let (best, best_score) = scores.iter().copied().enumerate().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let opposite = scores[(best + steps / 2) % steps];
+    Some(ManhattanFrame {
+        yaw_rad: (best as f64 * MAP_YAW_STEP_DEG).to_radians(),
+        sharpness: if opposite > 0.0 { best_score / opposite } else { f64::INFINITY },
+    })
+}
+
+/// An image's heading and pitch read against the Manhattan axes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompassReading {
+    /// Heading of the optical axis in the map frame (0 = +x, counter-clockwise), radians, within ±45° of
+    /// the guess it was read around.
+    pub yaw_rad: f64,
+    /// Pitch of the optical axis, radians, positive looking up.
+    pub pitch_rad: f64,
+    /// The best score over the median score of the headings at that pitch (1: no preferred heading).
+    pub support: f64,
+    /// Edge pixels scored.
+    pub edges: usize,
+}
+
+/// An edge pixel: position and unit line direction.
+#[derive(Clone, Copy, Debug)]
+struct Edge {
+    x: f64,
+    y: f64,
+    tx: f64,
+    ty: f64,
+}
+
+fn edge_pixels(image: &RgbImage) -> Vec<Edge> {
+    let (w, h) = (image.width() as usize, image.height() as usize);
+    if w < 3 || h < 3 {
+        return Vec::new();
+    }
+    let grey: Vec<f32> = image
+        .data()
+        .iter()
+        .map(|p| f32::from(p[0]) * 0.299 + f32::from(p[1]) * 0.587 + f32::from(p[2]) * 0.114)
+        .collect();
+    let grey = blurred(&grey, w, h, BLUR_SIGMA_PX);
+    let at = |x: usize, y: usize| grey[y * w + x];
+    // Sobel gradients, then the structure tensor averaged over a window: its dominant direction is the
+    // gradient's along a straight edge to a fraction of a degree, where single pixels of an aliased edge
+    // are off by several.
+    let mut gradient = vec![(0.0f32, 0.0f32); w * h];
+    for y in 1..h - 1 {
+        for x in 1..w - 1 {
+            let gx = at(x + 1, y - 1) + 2.0 * at(x + 1, y) + at(x + 1, y + 1)
+                - at(x - 1, y - 1)
+                - 2.0 * at(x - 1, y)
+                - at(x - 1, y + 1);
+            let gy = at(x - 1, y + 1) + 2.0 * at(x, y + 1) + at(x + 1, y + 1)
+                - at(x - 1, y - 1)
+                - 2.0 * at(x, y - 1)
+                - at(x + 1, y - 1);
+            gradient[y * w + x] = (gx, gy);
+        }
+    }
+    let jxx = blurred(&gradient.iter().map(|(gx, _)| gx * gx).collect::<Vec<_>>(), w, h, TENSOR_SIGMA_PX);
+    let jxy = blurred(&gradient.iter().map(|(gx, gy)| gx * gy).collect::<Vec<_>>(), w, h, TENSOR_SIGMA_PX);
+    let jyy = blurred(&gradient.iter().map(|(_, gy)| gy * gy).collect::<Vec<_>>(), w, h, TENSOR_SIGMA_PX);
+    let mut edges = Vec::new();
+    for y in 1..h - 1 {
+        for x in 1..w - 1 {
+            let i = y * w + x;
+            let (gx, gy) = gradient[i];
+            if gx.hypot(gy) < EDGE_MAGNITUDE {
+                continue;
+            }
+            let (a, b, c) = (f64::from(jxx[i]), f64::from(jxy[i]), f64::from(jyy[i]));
+            let trace = a + c;
+            let spread = ((a - c).powi(2) + 4.0 * b * b).sqrt();
+            if trace <= 0.0 || spread / trace < MIN_COHERENCE {
+                continue;
+            }
+            // The gradient's direction; the line runs perpendicular to it.
+            let phi = 0.5 * (2.0 * b).atan2(a - c);
+            edges.push(Edge { x: x as f64, y: y as f64, tx: -phi.sin(), ty: phi.cos() });
+        }
+    }
+    if edges.len() > MAX_EDGE_PIXELS {
+        let stride = edges.len().div_ceil(MAX_EDGE_PIXELS);
+        edges = edges.into_iter().step_by(stride).collect();
+    }
+    edges
+}
+
+/// Separable Gaussian blur, edges clamped.
+fn blurred(values: &[f32], w: usize, h: usize, sigma: f32) -> Vec<f32> {
+    let radius = (3.0 * sigma).ceil() as i64;
+    let kernel: Vec<f32> =
+        (-radius..=radius).map(|k| (-(k as f32).powi(2) / (2.0 * sigma * sigma)).exp()).collect();
+    let sum: f32 = kernel.iter().sum();
+    let kernel: Vec<f32> = kernel.iter().map(|k| k / sum).collect();
+    let pass = |input: &[f32], horizontal: bool| {
+        let mut out = vec![0.0f32; input.len()];
+        for y in 0..h {
+            for x in 0..w {
+                let mut acc = 0.0;
+                for (i, weight) in kernel.iter().enumerate() {
+                    let k = i as i64 - radius;
+                    let (sx, sy) = if horizontal {
+                        ((x as i64 + k).clamp(0, w as i64 - 1) as usize, y)
+                    } else {
+                        (x, (y as i64 + k).clamp(0, h as i64 - 1) as usize)
+                    };
+                    acc += weight * input[sy * w + sx];
+                }
+                out[y * w + x] = acc;
+            }
+        }
+        out
+    };
+    pass(&pass(values, true), false)
+}
+
+/// How well the edges agree with the vanishing points of the map's axes for a camera at `yaw` and `pitch`
+/// (map frame, roll zero).
+fn agreement(camera: &PinholeCamera, edges: &[Edge], axes_yaw: f64, yaw: f64, pitch: f64) -> f64 {
+    let forward = Vector3::new(yaw.cos() * pitch.cos(), yaw.sin() * pitch.cos(), pitch.sin());
+    let right = Vector3::new(yaw.sin(), -yaw.cos(), 0.0);
+    let down = forward.cross(&right);
+    let (s, c) = axes_yaw.sin_cos();
+    let axes = [Vector3::new(c, s, 0.0), Vector3::new(-s, c, 0.0), Vector3::z()];
+    // Homogeneous vanishing points: K times the axis in camera coordinates.
+    let points: Vec<[f64; 3]> = axes
+        .iter()
+        .map(|a| {
+            let (xc, yc, zc) = (right.dot(a), down.dot(a), forward.dot(a));
+            [camera.fx * xc + camera.cx * zc, camera.fy * yc + camera.cy * zc, zc]
+        })
+        .collect();
+    let tolerance = AGREEMENT_DEG.to_radians().sin();
+    let mut total = 0.0;
+    for e in edges {
+        let mut best = 0.0f64;
+        for [vx, vy, vw] in &points {
+            let (dx, dy) = (vx - vw * e.x, vy - vw * e.y);
+            let norm = dx.hypot(dy);
+            if norm < 1e-9 {
+                continue;
+            }
+            let sine = (dx * e.ty - dy * e.tx).abs() / norm;
+            best = best.max(1.0 - sine / tolerance);
+        }
+        total += best;
+    }
+    total
+}
+
+/// Reads the heading (within ±45° of `guess_yaw`) and pitch of `image` against the map's axes at
+/// `axes_yaw`, all in the map frame; `None` when the image has too few edges.
+pub fn read_compass(
+    camera: &PinholeCamera,
+    image: &RgbImage,
+    axes_yaw: f64,
+    guess_yaw: f64,
+) -> Option<CompassReading> {
+    let edges = edge_pixels(image);
+    if edges.len() < MIN_EDGE_PIXELS {
+        return None;
+    }
+    let yaw_steps = (90.0 / COARSE_YAW_STEP_DEG).round() as usize;
+    let yaws: Vec<f64> =
+        (0..yaw_steps).map(|k| guess_yaw + (k as f64 * COARSE_YAW_STEP_DEG - 45.0).to_radians()).collect();
+    let pitch_steps =
+        ((PITCH_RANGE_DEG[1] - PITCH_RANGE_DEG[0]) / COARSE_PITCH_STEP_DEG).round() as usize + 1;
+    let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0usize);
+    let mut at_best_pitch = Vec::new();
+    for j in 0..pitch_steps {
+        let pitch = (PITCH_RANGE_DEG[0] + j as f64 * COARSE_PITCH_STEP_DEG).to_radians();
+        let scores: Vec<f64> =
+            yaws.iter().map(|&yaw| agreement(camera, &edges, axes_yaw, yaw, pitch)).collect();
+        for (k, &score) in scores.iter().enumerate() {
+            if score > best.0 {
+                best = (score, yaws[k], pitch, k);
+                at_best_pitch.clone_from(&scores);
+            }
+        }
+    }
+    // Refine both around the coarse best.
+    let (mut score, mut yaw, mut pitch) = (best.0, best.1, best.2);
+    let half = (COARSE_YAW_STEP_DEG / FINE_STEP_DEG).round() as i32;
+    let (yaw0, pitch0) = (yaw, pitch);
+    for i in -half..=half {
+        for j in -half..=half {
+            let y = yaw0 + (f64::from(i) * FINE_STEP_DEG).to_radians();
+            let p = pitch0 + (f64::from(j) * FINE_STEP_DEG).to_radians();
+            let s = agreement(camera, &edges, axes_yaw, y, p);
+            if s > score {
+                (score, yaw, pitch) = (s, y, p);
+            }
+        }
+    }
+    let mut sorted = at_best_pitch;
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    // Keep the reading within ±45° of the guess after refinement.
+    let offset = wrap_pi(yaw - guess_yaw).clamp(-std::f64::consts::FRAC_PI_4, std::f64::consts::FRAC_PI_4);
+    Some(CompassReading {
+        yaw_rad: wrap_pi(guess_yaw + offset),
+        pitch_rad: pitch,
+        support: if median > 0.0 { score / median } else { f64::INFINITY },
+        edges: edges.len(),
+    })
+}
+
+/// Angle wrapped to (-π, π].
+fn wrap_pi(angle: f64) -> f64 {
+    let tau = std::f64::consts::TAU;
+    let a = angle.rem_euclid(tau);
+    if a > std::f64::consts::PI { a - tau } else { a }
+}
+
+/// Fewest [`CompassReading::support`] for [`snap_heading`] to use a reading.
+pub const MIN_SUPPORT: f64 = 1.3;
+/// Fewest [`ManhattanFrame::sharpness`] for the map's axes to count.
+pub const MIN_SHARPNESS: f64 = 1.2;
+
+/// A rough camera pose (`world_from_camera`, the map's world) with its heading and pitch read from `image`
+/// against the map's Manhattan axes: the position is kept, the heading moves by at most 45°. `None` when the
+/// map has no clear axes or the image no clear reading (the pose is then best left as it is).
+pub fn snap_heading(
+    map: &SemanticMap,
+    camera: &PinholeCamera,
+    image: &RgbImage,
+    world_from_camera: &Pose3,
+) -> Option<(Pose3, CompassReading)> {
+    let axes = manhattan_yaw(&map.occupancy)?;
+    if axes.sharpness < MIN_SHARPNESS {
+        return None;
+    }
+    let map_from_camera = map.map_from_world * *world_from_camera;
+    let reading = read_compass(camera, image, axes.yaw_rad, map_from_camera.camera_yaw())?;
+    if reading.support < MIN_SUPPORT {
+        return None;
+    }
+    let position = map_from_camera.translation();
+    let snapped = Pose3::world_from_camera_yaw_pitch(position, reading.yaw_rad, reading.pitch_rad);
+    let world_from_camera = map.map_from_world.inverse() * snapped;
+    debug_assert!(world_from_camera.transform_point(&Point3::origin()).coords.iter().all(|v| v.is_finite()));
+    Some((world_from_camera, reading))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::GridFrame;
+    use nalgebra::Point2;
+
+    /// A 6 m x 4 m x 2.6 m room centred on the origin, its walls along axes at `axes_yaw`, with a 0.5 m
+    /// checkerboard on every surface, seen from `(x, y, 1.4)` (room axes) at heading `yaw` and `pitch`
+    /// (map frame).
+    fn render_room(camera: &PinholeCamera, axes_yaw: f64, at: [f64; 2], yaw: f64, pitch: f64) -> RgbImage {
+        let (s, c) = axes_yaw.sin_cos();
+        let position = Vector3::new(at[0] * c - at[1] * s, at[0] * s + at[1] * c, 1.4);
+        let pose = Pose3::world_from_camera_yaw_pitch(position, yaw, pitch);
+        let half = [3.0, 2.0];
+        let height = 2.6;
+        let mut data = Vec::with_capacity((camera.width * camera.height) as usize);
+        for v in 0..camera.height {
+            for u in 0..camera.width {
+                let ray = pose.transform_vector(&camera.ray(&Point2::new(f64::from(u), f64::from(v))));
+                // Into room axes.
+                let d = [ray.x * c + ray.y * s, -ray.x * s + ray.y * c, ray.z];
+                let o = [at[0], at[1], 1.4];
+                // The nearest surface and the axis it is perpendicular to.
+                let mut hit = (f64::INFINITY, 0usize);
+                for a in 0..3 {
+                    let planes = if a < 2 { [-half[a], half[a]] } else { [0.0, height] };
+                    for plane in planes {
+                        if d[a].abs() > 1e-12 {
+                            let t = (plane - o[a]) / d[a];
+                            if t > 0.0 && t < hit.0 {
+                                hit = (t, a);
+                            }
+                        }
+                    }
+                }
+                let (t, normal) = hit;
+                let p = [o[0] + t * d[0], o[1] + t * d[1], o[2] + t * d[2]];
+                let cell = |w: f64| (w / 0.5).floor() as i64;
+                let parity = (0..3).filter(|&a| a != normal).map(|a| cell(p[a])).sum::<i64>().rem_euclid(2);
+                let shade = if parity == 0 { 60 } else { 190 };
+                data.push([shade, shade, shade]);
+            }
+        }
+        RgbImage::from_vec(camera.width, camera.height, data).expect("sized")
+    }
+
+    fn small_camera() -> PinholeCamera {
+        PinholeCamera::from_horizontal_fov(320, 256, 90.0).expect("camera")
+    }
+
+    fn angle_between(a: f64, b: f64) -> f64 {
+        wrap_pi(a - b).abs()
+    }
+
+    #[test]
+    fn reads_heading_and_pitch_of_a_checkered_room() {
+        let camera = small_camera();
+        let axes_yaw = 0.35;
+        for (yaw_deg, pitch_deg, offset_deg) in
+            [(10.0, -10.0, 30.0), (-100.0, 0.0, -40.0), (160.0, -15.0, 5.0)]
+        {
+            let (yaw, pitch) = (f64::to_radians(yaw_deg), f64::to_radians(pitch_deg));
+            let image = render_room(&camera, axes_yaw, [0.5, -0.3], yaw, pitch);
+            let guess = yaw + f64::to_radians(offset_deg);
+            let reading = read_compass(&camera, &image, axes_yaw, guess).expect("edges");
+            assert!(
+                angle_between(reading.yaw_rad, yaw).to_degrees() < 0.5,
+                "yaw {yaw_deg}: read {}",
+                reading.yaw_rad.to_degrees()
+            );
+            assert!((reading.pitch_rad - pitch).abs().to_degrees() < 0.5, "pitch {pitch_deg}: {reading:?}");
+            assert!(reading.support > MIN_SUPPORT, "{reading:?}");
+        }
+    }
+
+    #[test]
+    fn a_guess_more_than_45_degrees_off_snaps_to_the_neighbouring_axis() {
+        let camera = small_camera();
+        let yaw = 0.2;
+        let image = render_room(&camera, 0.0, [0.0, 0.0], yaw, -0.1);
+        let reading = read_compass(&camera, &image, 0.0, yaw + 60f64.to_radians()).expect("edges");
+        assert!((angle_between(reading.yaw_rad, yaw).to_degrees() - 90.0).abs() < 0.5, "{reading:?}");
+    }
+
+    #[test]
+    fn a_blank_image_gives_no_reading() {
+        let camera = small_camera();
+        let image = RgbImage::filled(camera.width, camera.height, [120, 120, 120]);
+        assert_eq!(read_compass(&camera, &image, 0.0, 0.0), None);
+    }
+
+    #[test]
+    fn map_axes_come_from_the_walls_of_a_rotated_plan() {
+        // A 4 m x 3 m rectangle of occupied cells (5 cm), rotated by 20° about the origin.
+        let frame =
+            GridFrame { origin_x_m: -4.0, origin_y_m: -4.0, resolution_m: 0.05, width: 160, height: 160 };
+        let mut cells = vec![CellState::Unknown; 160 * 160];
+        let rotation = 20f64.to_radians();
+        let (s, c) = rotation.sin_cos();
+        let mut mark = |x: f64, y: f64| {
+            let (wx, wy) = (x * c - y * s, x * s + y * c);
+            if let Some((col, row)) = frame.cell_from_world(wx, wy) {
+                cells[(row * 160 + col) as usize] = CellState::Occupied;
+            }
+        };
+        for k in 0..=400 {
+            let t = f64::from(k) / 400.0;
+            mark(-2.0 + 4.0 * t, -1.5);
+            mark(-2.0 + 4.0 * t, 1.5);
+            mark(-2.0, -1.5 + 3.0 * t);
+            mark(2.0, -1.5 + 3.0 * t);
+        }
+        let grid = OccupancyGrid {
+            frame,
+            cells,
+            structure: vec![false; 160 * 160],
+            floor_z_m: 0.0,
+            ceiling_z_m: 2.5,
+        };
+        let axes = manhattan_yaw(&grid).expect("walls");
+        assert!((axes.yaw_rad.to_degrees() - 20.0).abs() <= 0.5, "{axes:?}");
+        assert!(axes.sharpness > MIN_SHARPNESS, "{axes:?}");
+    }
+}
