@@ -41,6 +41,8 @@ const MAX_EDGE_PIXELS: usize = 6000;
 const MIN_EDGE_PIXELS: usize = 300;
 /// An edge agrees with a vanishing point within this angle, degrees (linearly less up to it).
 const AGREEMENT_DEG: f64 = 3.0;
+/// Edges nearer a vanishing point than this fraction of the image width count proportionally less.
+const NEAR_VANISHING_POINT: f64 = 0.25;
 /// Heading search: coarse step and the fine step around the coarse best, degrees.
 const COARSE_YAW_STEP_DEG: f64 = 1.0;
 const FINE_STEP_DEG: f64 = 0.1;
@@ -233,6 +235,7 @@ fn agreement(camera: &PinholeCamera, edges: &[Edge], axes_yaw: f64, yaw: f64, pi
         })
         .collect();
     let tolerance = AGREEMENT_DEG.to_radians().sin();
+    let near = NEAR_VANISHING_POINT * f64::from(camera.width);
     let mut total = 0.0;
     for e in edges {
         let mut best = 0.0f64;
@@ -243,7 +246,10 @@ fn agreement(camera: &PinholeCamera, edges: &[Edge], axes_yaw: f64, yaw: f64, pi
                 continue;
             }
             let sine = (dx * e.ty - dy * e.tx).abs() / norm;
-            best = best.max(1.0 - sine / tolerance);
+            // Near a vanishing point every direction points at it: such edges say little.
+            let distance = if vw.abs() > 1e-12 { norm / vw.abs() } else { f64::INFINITY };
+            let weight = (distance / near).min(1.0);
+            best = best.max(weight * (1.0 - sine / tolerance));
         }
         total += best;
     }
@@ -435,14 +441,13 @@ mod tests {
         assert_eq!(read_compass(&camera, &image, 0.0, 0.0), None);
     }
 
-    #[test]
-    fn map_axes_come_from_the_walls_of_a_rotated_plan() {
-        // A 4 m x 3 m rectangle of occupied cells (5 cm), rotated by 20° about the origin.
+    /// The walls of a `2 half[0]` x `2 half[1]` m rectangle centred on the origin, rotated by `yaw`, as
+    /// occupied 5 cm cells.
+    fn rectangle_plan(half: [f64; 2], yaw: f64) -> OccupancyGrid {
         let frame =
             GridFrame { origin_x_m: -4.0, origin_y_m: -4.0, resolution_m: 0.05, width: 160, height: 160 };
         let mut cells = vec![CellState::Unknown; 160 * 160];
-        let rotation = 20f64.to_radians();
-        let (s, c) = rotation.sin_cos();
+        let (s, c) = yaw.sin_cos();
         let mut mark = |x: f64, y: f64| {
             let (wx, wy) = (x * c - y * s, x * s + y * c);
             if let Some((col, row)) = frame.cell_from_world(wx, wy) {
@@ -451,20 +456,50 @@ mod tests {
         };
         for k in 0..=400 {
             let t = f64::from(k) / 400.0;
-            mark(-2.0 + 4.0 * t, -1.5);
-            mark(-2.0 + 4.0 * t, 1.5);
-            mark(-2.0, -1.5 + 3.0 * t);
-            mark(2.0, -1.5 + 3.0 * t);
+            let [a, b] = half;
+            mark(-a + 2.0 * a * t, -b);
+            mark(-a + 2.0 * a * t, b);
+            mark(-a, -b + 2.0 * b * t);
+            mark(a, -b + 2.0 * b * t);
         }
-        let grid = OccupancyGrid {
-            frame,
-            cells,
-            structure: vec![false; 160 * 160],
-            floor_z_m: 0.0,
-            ceiling_z_m: 2.5,
-        };
-        let axes = manhattan_yaw(&grid).expect("walls");
-        assert!((axes.yaw_rad.to_degrees() - 20.0).abs() <= 0.5, "{axes:?}");
-        assert!(axes.sharpness > MIN_SHARPNESS, "{axes:?}");
+        OccupancyGrid { frame, cells, structure: vec![false; 160 * 160], floor_z_m: 0.0, ceiling_z_m: 2.6 }
+    }
+
+    #[test]
+    fn map_axes_come_from_the_walls_of_a_rotated_plan() {
+        for yaw_deg in [20.0, 0.0, 37.5] {
+            let axes = manhattan_yaw(&rectangle_plan([2.0, 1.5], f64::to_radians(yaw_deg))).expect("walls");
+            assert!((axes.yaw_rad.to_degrees() - yaw_deg).abs() <= 0.5, "{yaw_deg}: {axes:?}");
+            assert!(axes.sharpness > MIN_SHARPNESS, "{axes:?}");
+        }
+    }
+
+    #[test]
+    fn snap_heading_keeps_the_position_and_corrects_the_heading_in_the_poses_world() {
+        let camera = small_camera();
+        let axes_yaw = 0.35;
+        let (yaw, pitch) = (f64::to_radians(-70.0), f64::to_radians(-8.0));
+        let at = [0.5, -0.3];
+        let image = render_room(&camera, axes_yaw, at, yaw, pitch);
+        // The map's frame is the poses' world turned by 30° about z.
+        let map_from_world = Pose3::from_parts(
+            Vector3::new(0.2, -0.1, 0.0),
+            nalgebra::UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 30f64.to_radians()),
+        );
+        let mut map = crate::MapBuilder::new(crate::MapConfig::default(), camera, map_from_world)
+            .expect("builder")
+            .finish();
+        map.occupancy = rectangle_plan([3.0, 2.0], axes_yaw);
+        let (s, c) = axes_yaw.sin_cos();
+        let position = Vector3::new(at[0] * c - at[1] * s, at[0] * s + at[1] * c, 1.4);
+        let rough_in_map = Pose3::world_from_camera_yaw_pitch(position, yaw + 0.5, 0.0);
+        let rough = map_from_world.inverse() * rough_in_map;
+        let (snapped, reading) = snap_heading(&map, &camera, &image, &rough).expect("a reading");
+        let in_map = map_from_world * snapped;
+        assert!(angle_between(in_map.camera_yaw(), yaw).to_degrees() < 0.5, "{reading:?}");
+        // Facing a wall head on, only the vertical edges' convergence tells the pitch (the wall's
+        // horizontal edges run level at any pitch): it is read within a few degrees.
+        assert!((in_map.camera_pitch() - pitch).abs().to_degrees() < 4.0, "{reading:?}");
+        assert!((snapped.translation() - rough.translation()).norm() < 1e-9);
     }
 }
