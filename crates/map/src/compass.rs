@@ -41,8 +41,6 @@ const MAX_EDGE_PIXELS: usize = 6000;
 const MIN_EDGE_PIXELS: usize = 300;
 /// An edge agrees with a vanishing point within this angle, degrees (linearly less up to it).
 const AGREEMENT_DEG: f64 = 3.0;
-/// Edges nearer a vanishing point than this fraction of the image width count proportionally less.
-const NEAR_VANISHING_POINT: f64 = 0.25;
 /// Heading search: coarse step and the fine step around the coarse best, degrees.
 const COARSE_YAW_STEP_DEG: f64 = 1.0;
 const FINE_STEP_DEG: f64 = 0.1;
@@ -235,7 +233,6 @@ fn agreement(camera: &PinholeCamera, edges: &[Edge], axes_yaw: f64, yaw: f64, pi
         })
         .collect();
     let tolerance = AGREEMENT_DEG.to_radians().sin();
-    let near = NEAR_VANISHING_POINT * f64::from(camera.width);
     let mut total = 0.0;
     for e in edges {
         let mut best = 0.0f64;
@@ -246,10 +243,7 @@ fn agreement(camera: &PinholeCamera, edges: &[Edge], axes_yaw: f64, yaw: f64, pi
                 continue;
             }
             let sine = (dx * e.ty - dy * e.tx).abs() / norm;
-            // Near a vanishing point every direction points at it: such edges say little.
-            let distance = if vw.abs() > 1e-12 { norm / vw.abs() } else { f64::INFINITY };
-            let weight = (distance / near).min(1.0);
-            best = best.max(weight * (1.0 - sine / tolerance));
+            best = best.max(1.0 - sine / tolerance);
         }
         total += best;
     }
