@@ -168,9 +168,10 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             };
             let yaw_error = |pose: &Pose3| {
                 let estimate = alignment.transform_pose(pose);
-                let d = (estimate.camera_yaw() - view.world_from_camera.camera_yaw()).to_degrees();
-                let d = d.rem_euclid(360.0);
-                d.min(360.0 - d)
+                gst_bench::metrics::angle_error_deg(
+                    estimate.camera_yaw().to_degrees(),
+                    view.world_from_camera.camera_yaw().to_degrees(),
+                )
             };
             let mut appearance = None;
             let (rejected_error, appearance_error) = if outcome.accepted.is_some() {

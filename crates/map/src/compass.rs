@@ -13,7 +13,7 @@
 //! The map's axes come from its occupied cells ([`manhattan_yaw`]): the yaw whose two projections of the
 //! cells (onto the axis and onto its perpendicular) are most peaked — walls are lines of cells.
 
-use nalgebra::{Point3, Vector3};
+use nalgebra::Vector3;
 
 use gst_core::{PinholeCamera, Pose3, RgbImage};
 
@@ -219,9 +219,10 @@ fn blurred(values: &[f32], w: usize, h: usize, sigma: f32) -> Vec<f32> {
 /// How well the edges agree with the vanishing points of the map's axes for a camera at `yaw` and `pitch`
 /// (map frame, roll zero).
 fn agreement(camera: &PinholeCamera, edges: &[Edge], axes_yaw: f64, yaw: f64, pitch: f64) -> f64 {
-    let forward = Vector3::new(yaw.cos() * pitch.cos(), yaw.sin() * pitch.cos(), pitch.sin());
-    let right = Vector3::new(yaw.sin(), -yaw.cos(), 0.0);
-    let down = forward.cross(&right);
+    // The camera's axes in the map frame, by the convention of every pose here.
+    let map_from_camera = Pose3::world_from_camera_yaw_pitch(Vector3::zeros(), yaw, pitch).rotation_matrix();
+    let (right, down, forward) =
+        (map_from_camera.column(0), map_from_camera.column(1), map_from_camera.column(2));
     let (s, c) = axes_yaw.sin_cos();
     let axes = [Vector3::new(c, s, 0.0), Vector3::new(-s, c, 0.0), Vector3::z()];
     // Homogeneous vanishing points: K times the axis in camera coordinates.
@@ -267,7 +268,7 @@ pub fn read_compass(
         (0..yaw_steps).map(|k| guess_yaw + (k as f64 * COARSE_YAW_STEP_DEG - 45.0).to_radians()).collect();
     let pitch_steps =
         ((PITCH_RANGE_DEG[1] - PITCH_RANGE_DEG[0]) / COARSE_PITCH_STEP_DEG).round() as usize + 1;
-    let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0usize);
+    let mut best = (f64::NEG_INFINITY, 0.0, 0.0);
     let mut at_best_pitch = Vec::new();
     for j in 0..pitch_steps {
         let pitch = (PITCH_RANGE_DEG[0] + j as f64 * COARSE_PITCH_STEP_DEG).to_radians();
@@ -275,7 +276,7 @@ pub fn read_compass(
             yaws.iter().map(|&yaw| agreement(camera, &edges, axes_yaw, yaw, pitch)).collect();
         for (k, &score) in scores.iter().enumerate() {
             if score > best.0 {
-                best = (score, yaws[k], pitch, k);
+                best = (score, yaws[k], pitch);
                 at_best_pitch.clone_from(&scores);
             }
         }
@@ -339,9 +340,7 @@ pub fn snap_heading(
     }
     let position = map_from_camera.translation();
     let snapped = Pose3::world_from_camera_yaw_pitch(position, reading.yaw_rad, reading.pitch_rad);
-    let world_from_camera = map.map_from_world.inverse() * snapped;
-    debug_assert!(world_from_camera.transform_point(&Point3::origin()).coords.iter().all(|v| v.is_finite()));
-    Some((world_from_camera, reading))
+    Some((map.map_from_world.inverse() * snapped, reading))
 }
 
 #[cfg(test)]
