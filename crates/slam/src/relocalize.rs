@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use nalgebra::{Isometry3, Point3};
 use serde::Serialize;
 
-use gst_core::{Pose3, RgbImage};
+use gst_core::{PinholeCamera, Pose3, RgbImage};
 
 use crate::features::{Features, OrbExtractor, hamming};
 use crate::index::DescriptorIndex;
@@ -264,68 +264,52 @@ impl<'a> Relocalizer<'a> {
         }
         let mut search = Search::default();
         let mut shift_seeds: Vec<(Relocalization, Vec<u32>)> = Vec::new();
-        // Match sets: each voted keyframe with its neighbours in time, then the places in space where most
-        // of the image's descriptors find a copy (keyframes of one place seen at different times).
-        let mut hypotheses: Vec<(u32, Vec<(u32, u32)>)> = ranked
-            .iter()
-            .map(|&kf| {
-                // Match against the hypothesis and its neighbours in time: more of the place's points.
-                let first = kf.saturating_sub(NEIGHBOURS);
-                let last = (kf + NEIGHBOURS).min(self.map.keyframes.len().saturating_sub(1) as u32);
-                let mut matches: Vec<(u32, u32)> = Vec::new();
-                let mut taken = std::collections::HashSet::new();
-                for k in first..=last {
-                    let Some(keyframe) = self.map.keyframes.get(k as usize) else { continue };
-                    for (p, f) in match_to_points(
+        // Match sets, tried in order until the search settles (each computed only when reached): each voted
+        // keyframe with its neighbours in time, then the places in space where most of the image's
+        // descriptors find a copy (keyframes of one place seen at different times). Neighbouring hypotheses
+        // share keyframes, whose matches are computed once.
+        let mut per_keyframe: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
+        for &kf in &ranked {
+            if search.settled() {
+                break;
+            }
+            // Match against the hypothesis and its neighbours in time: more of the place's points.
+            let first = kf.saturating_sub(NEIGHBOURS);
+            let last = (kf + NEIGHBOURS).min(self.map.keyframes.len().saturating_sub(1) as u32);
+            let mut matches: Vec<(u32, u32)> = Vec::new();
+            let mut taken = std::collections::HashSet::new();
+            for k in first..=last {
+                let Some(keyframe) = self.map.keyframes.get(k as usize) else { continue };
+                let found = per_keyframe.entry(k).or_insert_with(|| {
+                    match_to_points(
                         &features,
                         &keyframe.features,
                         &keyframe.points,
                         self.config.max_descriptor_distance,
-                    ) {
-                        if taken.insert(f) {
-                            matches.push((p, f));
-                        }
+                    )
+                });
+                for &(p, f) in found.iter() {
+                    if taken.insert(f) {
+                        matches.push((p, f));
                     }
                 }
-                (kf, matches)
-            })
-            .collect();
-        hypotheses.extend(self.window_matches(&features).into_iter().map(|m| (u32::MAX, m)));
-        for (kf, matches) in hypotheses {
-            if search.settled() {
-                break;
             }
-            let points: Vec<Point3<f64>> =
-                matches.iter().map(|&(p, _)| self.map.points[p as usize].position).collect();
-            let pixels: Vec<[f64; 2]> = matches
-                .iter()
-                .map(|&(_, f)| {
-                    [f64::from(features.keypoints[f as usize].u), f64::from(features.keypoints[f as usize].v)]
-                })
-                .collect();
-            // Sequential RANSAC: a consensus on a repeated texture can hide the true one; after a rejected
-            // pose its inliers are set aside and the rest tried again.
-            let (mut points, mut pixels) = (points, pixels);
-            for _ in 0..CONSENSUS_ROUNDS {
-                let Some((camera_from_world, mask)) = pnp_ransac(camera, &points, &pixels, 6.0, MIN_INLIERS)?
-                else {
-                    break;
-                };
-                let Some((found, inlier_points)) = self.refine(&features, camera_from_world, kf) else {
-                    break;
-                };
-                let found = self.judge(&thumbnail, found);
-                let accepted = found.accepted;
-                if !accepted && found.relocalization.inliers >= SHIFT_MIN_INLIERS {
-                    shift_seeds.push((found.relocalization.clone(), inlier_points));
-                }
-                search.consider(found);
-                if accepted {
+            self.try_match_set(camera, &features, &thumbnail, kf, matches, &mut search, &mut shift_seeds)?;
+        }
+        if !search.settled() {
+            for matches in self.window_matches(&features) {
+                if search.settled() {
                     break;
                 }
-                let keep: Vec<bool> = mask.iter().map(|m| !m).collect();
-                points = points.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| *p).collect();
-                pixels = pixels.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| *p).collect();
+                self.try_match_set(
+                    camera,
+                    &features,
+                    &thumbnail,
+                    u32::MAX,
+                    matches,
+                    &mut search,
+                    &mut shift_seeds,
+                )?;
             }
         }
         // Repeated textures: a rejected pose with many inliers may be shifted by whole texture periods. The
@@ -380,6 +364,53 @@ impl<'a> Relocalizer<'a> {
             }
         }
         Ok(search.outcome())
+    }
+
+    /// Poses from one match set (`kf`: the keyframe it was gathered around, `u32::MAX` for a window in space),
+    /// judged into `search`; rejected poses with many inliers become seeds of the texture-shift search.
+    /// Sequential RANSAC: a consensus on a repeated texture can hide the true one; after a rejected pose its
+    /// inliers are set aside and the rest tried again.
+    #[allow(clippy::too_many_arguments)]
+    fn try_match_set(
+        &self,
+        camera: &PinholeCamera,
+        features: &Features,
+        thumbnail: &Thumbnail,
+        kf: u32,
+        matches: Vec<(u32, u32)>,
+        search: &mut Search,
+        shift_seeds: &mut Vec<(Relocalization, Vec<u32>)>,
+    ) -> Result<(), SlamError> {
+        let mut points: Vec<Point3<f64>> =
+            matches.iter().map(|&(p, _)| self.map.points[p as usize].position).collect();
+        let mut pixels: Vec<[f64; 2]> = matches
+            .iter()
+            .map(|&(_, f)| {
+                [f64::from(features.keypoints[f as usize].u), f64::from(features.keypoints[f as usize].v)]
+            })
+            .collect();
+        for _ in 0..CONSENSUS_ROUNDS {
+            let Some((camera_from_world, mask)) = pnp_ransac(camera, &points, &pixels, 6.0, MIN_INLIERS)?
+            else {
+                break;
+            };
+            let Some((found, inlier_points)) = self.refine(features, camera_from_world, kf) else {
+                break;
+            };
+            let found = self.judge(thumbnail, found);
+            let accepted = found.accepted;
+            if !accepted && found.relocalization.inliers >= SHIFT_MIN_INLIERS {
+                shift_seeds.push((found.relocalization.clone(), inlier_points));
+            }
+            search.consider(found);
+            if accepted {
+                break;
+            }
+            let keep: Vec<bool> = mask.iter().map(|m| !m).collect();
+            points = points.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| *p).collect();
+            pixels = pixels.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| *p).collect();
+        }
+        Ok(())
     }
 
     /// Match sets of the places in space where most of the image's features find a stored copy of their
@@ -934,7 +965,6 @@ fn layout(thumbnail: &Thumbnail) -> Vec<f32> {
 mod tests {
     use super::*;
     use crate::features::Features;
-    use gst_core::PinholeCamera;
     use nalgebra::{Translation3, UnitQuaternion, Vector3};
 
     /// A keyframe at `world_from_camera` whose thumbnail sees a fronto-parallel surface `depth_m` away.
