@@ -59,8 +59,10 @@ pub struct EvalOptions {
 pub enum EvalEvent<'a> {
     /// Questions to answer in this run (after skipping those already answered).
     Started { pending: usize, reused: usize },
-    /// A scene's shared work begins (`prepare`).
+    /// A scene's shared work begins (`prepare`; while the scene before it is being answered).
     Preparing { scene: &'a str, questions: usize },
+    /// A scene's questions start being answered (its `prepare` has finished).
+    Answering { scene: &'a str, questions: usize },
     /// One question was answered (or failed).
     Answered { uid: &'a str, ok: bool },
 }
@@ -126,7 +128,8 @@ fn write_lines<T: Serialize>(path: &Path, lines: &[T]) -> Result<(), BaselineErr
 
 /// Answers every question in `questions` not yet in `out_dir/predictions.jsonl`. Scenes are taken one at
 /// a time in name order (so per-scene work such as a map is built once and shared), and a scene's
-/// questions are answered in parallel.
+/// questions are answered in parallel; the next scene's `prepare` runs on its own thread meanwhile, so
+/// building its map (partly sequential work) fills the cores the answers leave idle.
 pub fn run_eval(
     questions: &[QuestionFile],
     split_dir: &Path,
@@ -179,46 +182,71 @@ pub fn run_eval(
         }
     };
 
-    for (scene, mut scene_questions) in by_scene {
-        scene_questions.sort_by(|a, b| a.question.uid.cmp(&b.question.uid));
+    let scenes: Vec<(&str, Vec<&QuestionFile>)> = by_scene
+        .into_iter()
+        .map(|(scene, mut scene_questions)| {
+            scene_questions.sort_by(|a, b| a.question.uid.cmp(&b.question.uid));
+            (scene, scene_questions)
+        })
+        .collect();
+    let prepare = |k: usize| -> Result<(), BaselineError> {
+        let (scene, scene_questions) = &scenes[k];
         progress(EvalEvent::Preparing { scene, questions: scene_questions.len() });
-        if let Err(error) = answerer.prepare(scene, &scene_questions, &context) {
-            for question in &scene_questions {
-                record_error(&question.question.uid, &error);
-                progress(EvalEvent::Answered { uid: &question.question.uid, ok: false });
+        answerer.prepare(scene, scene_questions, &context)
+    };
+    let prepare = &prepare;
+    std::thread::scope(|threads| -> Result<(), BaselineError> {
+        let mut next = (!scenes.is_empty()).then(|| threads.spawn(move || prepare(0)));
+        for (k, (scene, scene_questions)) in scenes.iter().enumerate() {
+            let prepared = match next.take() {
+                Some(handle) => handle
+                    .join()
+                    .unwrap_or_else(|_| Err(BaselineError::Other(format!("preparing {scene} panicked")))),
+                None => Ok(()),
+            };
+            if k + 1 < scenes.len() {
+                next = Some(threads.spawn(move || prepare(k + 1)));
             }
-            continue;
+            if let Err(error) = prepared {
+                for question in scene_questions {
+                    record_error(&question.question.uid, &error);
+                    progress(EvalEvent::Answered { uid: &question.question.uid, ok: false });
+                }
+                continue;
+            }
+            progress(EvalEvent::Answering { scene, questions: scene_questions.len() });
+            scene_questions.par_iter().try_for_each(|question| -> Result<(), BaselineError> {
+                let uid = &question.question.uid;
+                match answerer.answer(question, &context) {
+                    Ok(reply) => {
+                        let line = PredictionLine {
+                            uid: uid.clone(),
+                            prediction: reply.text,
+                            fallback: reply.fallback,
+                            grounding: reply.grounding,
+                        };
+                        let mut json = serde_json::to_string(&line)
+                            .map_err(|e| BaselineError::file(&predictions_path, e.to_string()))?;
+                        json.push('\n');
+                        let mut file = file
+                            .lock()
+                            .map_err(|_| BaselineError::Other("predictions file lock poisoned".into()))?;
+                        file.write_all(json.as_bytes())
+                            .and_then(|()| file.flush())
+                            .map_err(|e| BaselineError::io(&predictions_path, e))?;
+                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        progress(EvalEvent::Answered { uid, ok: true });
+                    }
+                    Err(error) => {
+                        record_error(uid, &error);
+                        progress(EvalEvent::Answered { uid, ok: false });
+                    }
+                }
+                Ok(())
+            })?;
         }
-        scene_questions.par_iter().try_for_each(|question| -> Result<(), BaselineError> {
-            let uid = &question.question.uid;
-            match answerer.answer(question, &context) {
-                Ok(reply) => {
-                    let line = PredictionLine {
-                        uid: uid.clone(),
-                        prediction: reply.text,
-                        fallback: reply.fallback,
-                        grounding: reply.grounding,
-                    };
-                    let mut json = serde_json::to_string(&line)
-                        .map_err(|e| BaselineError::file(&predictions_path, e.to_string()))?;
-                    json.push('\n');
-                    let mut file = file
-                        .lock()
-                        .map_err(|_| BaselineError::Other("predictions file lock poisoned".into()))?;
-                    file.write_all(json.as_bytes())
-                        .and_then(|()| file.flush())
-                        .map_err(|e| BaselineError::io(&predictions_path, e))?;
-                    answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    progress(EvalEvent::Answered { uid, ok: true });
-                }
-                Err(error) => {
-                    record_error(uid, &error);
-                    progress(EvalEvent::Answered { uid, ok: false });
-                }
-            }
-            Ok(())
-        })?;
-    }
+        Ok(())
+    })?;
     drop(file);
 
     // Sorted by uid: the file's bytes do not depend on the order answers arrived in.

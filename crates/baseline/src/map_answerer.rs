@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use nalgebra::Point3;
 
-use gst_core::{ObjectClass, Pose3, RgbImage, TaskId};
+use gst_core::{ObjectClass, Pose3, RgbImage, Setting, TaskId};
 use gst_io::TumSequence;
 use gst_io::gst::QuestionFile;
 use gst_map::{
@@ -281,19 +281,7 @@ impl MapAnswerer {
             return Ok(0);
         }
         let Some(first) = reader.next_frame()? else { return Ok(0) };
-        let thumbnails = {
-            let mut cached = lock(&memory.thumbnails)?;
-            if cached.is_none() {
-                let camera = memory.slam.map.camera;
-                let mut all = Vec::with_capacity(memory.sequence.len());
-                for k in 0..memory.sequence.len() {
-                    let rgb = gst_io::read_rgb(&memory.sequence.entries()[k].rgb_path)?;
-                    all.push(Thumbnail::new(&camera, &rgb, None, (0.0, 1.0)).gray);
-                }
-                *cached = Some(Arc::new(all));
-            }
-            cached.clone().unwrap_or_default()
-        };
+        let thumbnails = self.exploration_thumbnails(memory)?;
         let query = Thumbnail::new(&memory.slam.map.camera, &first, None, (0.0, 1.0)).gray;
         let best = thumbnails
             .iter()
@@ -309,6 +297,22 @@ impl MapAnswerer {
             })
             .min();
         Ok(best.map_or(0, |(_, k)| k))
+    }
+
+    /// Grey thumbnails of every exploration frame (what a clip's first frame is matched against), made once
+    /// per scene.
+    fn exploration_thumbnails(&self, memory: &SceneMemory) -> Result<Arc<Vec<Vec<u8>>>, BaselineError> {
+        let mut cached = lock(&memory.thumbnails)?;
+        if cached.is_none() {
+            let camera = memory.slam.map.camera;
+            let mut all = Vec::with_capacity(memory.sequence.len());
+            for k in 0..memory.sequence.len() {
+                let rgb = gst_io::read_rgb(&memory.sequence.entries()[k].rgb_path)?;
+                all.push(Thumbnail::new(&camera, &rgb, None, (0.0, 1.0)).gray);
+            }
+            *cached = Some(Arc::new(all));
+        }
+        Ok(cached.clone().unwrap_or_default())
     }
 
     /// The camera of a question's image: relocalised, or the appearance fallback (with its reason).
@@ -413,7 +417,7 @@ impl MapAnswerer {
         let mut reader = gst_io::video::VideoReader::open(&question.video_path())?;
         // Feature-only relocalisation (no render and compare): a dozen frames per question, and the path shape
         // survives a few frames that are not found.
-        let mut relocalizer = gst_slam::Relocalizer::new(&memory.slam.map, &memory.slam.config)?;
+        let mut relocalizer = memory.slam.feature_relocalizer()?;
         let mut path = Vec::new();
         let mut guessed = Vec::new();
         let mut k = 0usize;
@@ -490,8 +494,14 @@ impl Answerer for MapAnswerer {
         questions: &[&QuestionFile],
         context: &AnswerContext<'_>,
     ) -> Result<(), BaselineError> {
-        if let Some(first) = questions.first() {
-            self.scene(first, context)?;
+        // Everything the scene's questions share, so that it is built here (beside the answering of the scene
+        // before) and not by the first question that needs it while others wait: SLAM and the semantic map,
+        // the place index, and the thumbnails that clips of marked videos are placed with.
+        let Some(first) = questions.first() else { return Ok(()) };
+        let memory = self.scene(first, context)?;
+        memory.slam.relocalizer()?;
+        if questions.iter().any(|q| is_visual(q.question.task) && q.question.setting == Setting::LocalVideo) {
+            self.exploration_thumbnails(&memory)?;
         }
         Ok(())
     }

@@ -8,13 +8,15 @@
 //! the true trajectory by the ATE alignment and the true poses replace the estimate.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nalgebra::{Isometry3, Rotation3, Translation3, UnitQuaternion};
 
 use gst_core::{Pose3, RgbImage, Trajectory};
 use gst_slam::metrics::{EvaluationOptions, evaluate};
 use gst_slam::{
-    MAP_FILE, PanoramaConfig, PlaceIndex, Relocalization, Relocalizer, SlamConfig, SlamMap, run_slam,
+    MAP_FILE, MapLookup, PanoramaConfig, PlaceIndex, Relocalization, Relocalizer, SlamConfig, SlamMap,
+    run_slam,
 };
 
 use crate::BaselineError;
@@ -37,6 +39,8 @@ pub struct SceneSlam {
     pub config: SlamConfig,
     /// The map's render-and-compare place index (built on first use: it renders a few hundred panoramas).
     places: std::sync::OnceLock<PlaceIndex>,
+    /// What relocalisation looks the map up by (built on first use, shared by every relocaliser).
+    lookup: std::sync::OnceLock<Arc<MapLookup>>,
     /// The TUM export the map was built from (the place index reads its keyframes' colour frames).
     sequence_dir: PathBuf,
 }
@@ -87,6 +91,7 @@ impl SceneSlam {
             poses,
             config: config.clone(),
             places: std::sync::OnceLock::new(),
+            lookup: std::sync::OnceLock::new(),
             sequence_dir: sequence.clone(),
         };
         if poses == PoseSource::OracleGroundTruth {
@@ -121,7 +126,13 @@ impl SceneSlam {
                 PlaceIndex::build(&self.map, PanoramaConfig::default())
             })
         });
-        Ok(Relocalizer::new(&self.map, &self.config)?.with_places(places))
+        Ok(self.feature_relocalizer()?.with_places(places))
+    }
+
+    /// A relocaliser over this map without the place index (feature hypotheses only).
+    pub fn feature_relocalizer(&self) -> Result<Relocalizer<'_>, BaselineError> {
+        let lookup = self.lookup.get_or_init(|| Arc::new(MapLookup::build(&self.map))).clone();
+        Ok(Relocalizer::with_lookup(&self.map, &self.config, lookup)?)
     }
 
     /// Camera positions of the exploration, in order.

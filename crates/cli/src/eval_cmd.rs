@@ -168,7 +168,8 @@ pub fn evaluate(bench: &Path, out: &Path, answerer: &dyn Answerer, name: &str) -
     let bar = crate::progress::bar(files.len() as u64, "answering");
     let on_event = |event: EvalEvent<'_>| match event {
         EvalEvent::Started { reused, .. } => bar.inc(reused as u64),
-        EvalEvent::Preparing { scene, .. } => bar.set_message(scene.to_string()),
+        EvalEvent::Preparing { scene, .. } => bar.set_message(format!("preparing {scene}")),
+        EvalEvent::Answering { scene, .. } => bar.set_message(scene.to_string()),
         EvalEvent::Answered { .. } => bar.inc(1),
     };
     let options = EvalOptions { out_dir: out.to_path_buf(), cache_dir: None };

@@ -30,6 +30,39 @@ pub struct DescriptorIndex {
     descriptors: Vec<Descriptor>,
 }
 
+/// Which stored descriptors one query has looked at: a stamp per descriptor, so that a query marks and tests
+/// in constant time and starts afresh by bumping the stamp (a hash set per query was most of a lookup's cost).
+#[derive(Default)]
+struct Seen {
+    stamp: u32,
+    marks: Vec<u32>,
+}
+
+impl Seen {
+    fn start(&mut self, len: usize) {
+        if self.marks.len() < len {
+            self.marks.resize(len, 0);
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.stamp = 1;
+        }
+    }
+
+    /// Marks `id`; whether it was not marked before in this query.
+    fn insert(&mut self, id: u32) -> bool {
+        let mark = &mut self.marks[id as usize];
+        let fresh = *mark != self.stamp;
+        *mark = self.stamp;
+        fresh
+    }
+}
+
+thread_local! {
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
+}
+
 fn chunk(descriptor: &Descriptor, k: usize) -> u16 {
     u16::from_le_bytes([descriptor[2 * k], descriptor[2 * k + 1]])
 }
@@ -63,18 +96,20 @@ impl DescriptorIndex {
     /// distance 15, most true matches beyond), into `out`.
     pub fn near(&self, query: &Descriptor, max_distance: u32, out: &mut Vec<Entry>) {
         out.clear();
-        let mut seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
-        for (k, table) in self.tables.iter().enumerate() {
-            let Some(bucket) = table.get(&chunk(query, k)) else { continue };
-            if bucket.len() > MAX_BUCKET {
-                continue;
-            }
-            for &id in bucket {
-                if seen.insert(id) && hamming(query, &self.descriptors[id as usize]) <= max_distance {
-                    out.push(self.entries[id as usize]);
+        SEEN.with_borrow_mut(|seen| {
+            seen.start(self.entries.len());
+            for (k, table) in self.tables.iter().enumerate() {
+                let Some(bucket) = table.get(&chunk(query, k)) else { continue };
+                if bucket.len() > MAX_BUCKET {
+                    continue;
+                }
+                for &id in bucket {
+                    if seen.insert(id) && hamming(query, &self.descriptors[id as usize]) <= max_distance {
+                        out.push(self.entries[id as usize]);
+                    }
                 }
             }
-        }
+        });
     }
 
     /// Votes of `queries` for keyframes: each query counts once per keyframe holding a descriptor within
@@ -86,32 +121,34 @@ impl DescriptorIndex {
         skip: impl Fn(u32) -> bool,
     ) -> Vec<(u32, u32)> {
         let mut votes: HashMap<u32, u32> = HashMap::new();
-        let mut seen: std::collections::HashSet<u32> = std::collections::HashSet::new();
         let mut voted: Vec<u32> = Vec::new();
-        for query in queries {
-            voted.clear();
-            seen.clear();
-            for (k, table) in self.tables.iter().enumerate() {
-                let Some(bucket) = table.get(&chunk(query, k)) else { continue };
-                // A chunk value shared by very many descriptors (flat image regions) says little and costs much.
-                if bucket.len() > MAX_BUCKET {
-                    continue;
-                }
-                for &id in bucket {
-                    if !seen.insert(id) {
+        SEEN.with_borrow_mut(|seen| {
+            for query in queries {
+                voted.clear();
+                seen.start(self.entries.len());
+                for (k, table) in self.tables.iter().enumerate() {
+                    let Some(bucket) = table.get(&chunk(query, k)) else { continue };
+                    // A chunk value shared by very many descriptors (flat image regions) says little and costs
+                    // much.
+                    if bucket.len() > MAX_BUCKET {
                         continue;
                     }
-                    let entry = self.entries[id as usize];
-                    if skip(entry.keyframe) || voted.contains(&entry.keyframe) {
-                        continue;
-                    }
-                    if hamming(query, &self.descriptors[id as usize]) <= max_distance {
-                        voted.push(entry.keyframe);
-                        *votes.entry(entry.keyframe).or_insert(0) += 1;
+                    for &id in bucket {
+                        if !seen.insert(id) {
+                            continue;
+                        }
+                        let entry = self.entries[id as usize];
+                        if skip(entry.keyframe) || voted.contains(&entry.keyframe) {
+                            continue;
+                        }
+                        if hamming(query, &self.descriptors[id as usize]) <= max_distance {
+                            voted.push(entry.keyframe);
+                            *votes.entry(entry.keyframe).or_insert(0) += 1;
+                        }
                     }
                 }
             }
-        }
+        });
         let mut ranked: Vec<(u32, u32)> = votes.into_iter().collect();
         ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked

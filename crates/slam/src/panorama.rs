@@ -381,7 +381,14 @@ impl PlaceIndex {
         let (mut saa, mut sbb, mut sab) = (0.0f64, 0.0f64, 0.0f64);
         let columns = self.columns as i32;
         for s in samples {
-            let column = (heading as i32 + s.column).rem_euclid(columns) as usize;
+            // (heading + s.column) mod columns without a division in the common case: samples lie within a
+            // quarter turn of the heading, so one wrap at most.
+            let column = match heading as i32 + s.column {
+                c if (0..columns).contains(&c) => c,
+                c if (-columns..0).contains(&c) => c + columns,
+                c if (columns..2 * columns).contains(&c) => c - columns,
+                c => c.rem_euclid(columns),
+            } as usize;
             let Some(b) = panorama.pixels[s.row * self.columns + column] else { continue };
             n += 1;
             for k in 0..3 {

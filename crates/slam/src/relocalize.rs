@@ -27,6 +27,7 @@
 //! that has fifty or more consistent matches.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use nalgebra::{Isometry3, Point3};
 use serde::Serialize;
@@ -74,14 +75,38 @@ pub struct Relocalizer<'a> {
     map: &'a SlamMap,
     /// Render-and-compare place recognition ([`crate::panorama`]), when given.
     places: Option<&'a PlaceIndex>,
-    index: DescriptorIndex,
+    lookup: Arc<MapLookup>,
     orb: OrbExtractor,
     config: SlamConfig,
+}
+
+/// What relocalisation looks a map up by, built from the map alone: the same for every relocaliser over it,
+/// so callers relocalising many images share one ([`Relocalizer::with_lookup`]).
+#[derive(Debug)]
+pub struct MapLookup {
+    /// The descriptors of the keyframes' features that have a map point.
+    index: DescriptorIndex,
     /// Per keyframe, its thumbnail's layout signature ([`layout`]).
     layouts: Vec<Vec<f32>>,
     /// Per keyframe, world points on a sparse grid of its thumbnail's depth: what it saw, to choose the
     /// keyframes that see what a pose would see ([`Relocalizer::keyframes_seeing`]).
     anchors: Vec<Vec<Point3<f64>>>,
+}
+
+impl MapLookup {
+    pub fn build(map: &SlamMap) -> Self {
+        let mut index = DescriptorIndex::new();
+        for keyframe in &map.keyframes {
+            for (f, point) in keyframe.points.iter().enumerate() {
+                if point.is_some() {
+                    index.insert(keyframe.id, f as u32, &keyframe.features.descriptors[f]);
+                }
+            }
+        }
+        let layouts = map.keyframes.iter().map(|k| layout(&k.thumbnail)).collect();
+        let anchors = map.keyframes.iter().map(anchors).collect();
+        MapLookup { index, layouts, anchors }
+    }
 }
 
 /// Keyframe hypotheses tried per image.
@@ -186,25 +211,16 @@ const PHOTOMETRIC_LEVELS: usize = 4;
 impl<'a> Relocalizer<'a> {
     /// A relocaliser over `map` (from a run: [`SlamMap::from_output`]; from disk: [`SlamMap::load`]).
     pub fn new(map: &'a SlamMap, config: &SlamConfig) -> Result<Self, SlamError> {
-        let mut index = DescriptorIndex::new();
-        for keyframe in &map.keyframes {
-            for (f, point) in keyframe.points.iter().enumerate() {
-                if point.is_some() {
-                    index.insert(keyframe.id, f as u32, &keyframe.features.descriptors[f]);
-                }
-            }
-        }
-        let layouts = map.keyframes.iter().map(|k| layout(&k.thumbnail)).collect();
-        let anchors = map.keyframes.iter().map(anchors).collect();
-        Ok(Self {
-            map,
-            places: None,
-            index,
-            orb: OrbExtractor::new(&config.orb)?,
-            config: config.clone(),
-            layouts,
-            anchors,
-        })
+        Self::with_lookup(map, config, Arc::new(MapLookup::build(map)))
+    }
+
+    /// A relocaliser over `map` with its lookup built before ([`MapLookup::build`] of the same map).
+    pub fn with_lookup(
+        map: &'a SlamMap,
+        config: &SlamConfig,
+        lookup: Arc<MapLookup>,
+    ) -> Result<Self, SlamError> {
+        Ok(Self { map, places: None, lookup, orb: OrbExtractor::new(&config.orb)?, config: config.clone() })
     }
 
     /// Adds render-and-compare hypotheses from `places` (built from the same map) to every relocalisation:
@@ -243,6 +259,7 @@ impl<'a> Relocalizer<'a> {
         // dark, bright and textured parts of the image are) looks most like the image's: repeated textures
         // draw the votes to every wall that carries them, the layout does not repeat.
         let mut ranked: Vec<u32> = self
+            .lookup
             .index
             .vote(&features.descriptors, VOTE_DISTANCE, |_| false)
             .into_iter()
@@ -251,6 +268,7 @@ impl<'a> Relocalizer<'a> {
             .collect();
         let query_layout = layout(&thumbnail);
         let mut by_layout: Vec<(f32, u32)> = self
+            .lookup
             .layouts
             .iter()
             .enumerate()
@@ -432,7 +450,11 @@ impl<'a> Relocalizer<'a> {
         let mut copies: Vec<Vec<(u32, u32, Cell)>> = Vec::with_capacity(features.len());
         let mut counts: HashMap<Cell, u32> = HashMap::new();
         for descriptor in &features.descriptors {
-            self.index.near(descriptor, self.config.max_descriptor_distance.min(WINDOW_DISTANCE), &mut near);
+            self.lookup.index.near(
+                descriptor,
+                self.config.max_descriptor_distance.min(WINDOW_DISTANCE),
+                &mut near,
+            );
             let mut mine: Vec<(u32, u32, Cell)> = Vec::new();
             for entry in &near {
                 let Some((p, point)) = self.entry_point(entry) else { continue };
@@ -560,6 +582,7 @@ impl<'a> Relocalizer<'a> {
         }
         let query = layout(&Thumbnail::new(camera, image, None, (0.0, f32::INFINITY)));
         let (_, best) = self
+            .lookup
             .layouts
             .iter()
             .enumerate()
@@ -638,7 +661,7 @@ impl<'a> Relocalizer<'a> {
         let mut voted = std::collections::HashSet::new();
         for &p in points {
             let Some(point) = self.map.points.get(p as usize) else { continue };
-            self.index.near(&point.descriptor, SHIFT_DESCRIPTOR_DISTANCE, &mut near);
+            self.lookup.index.near(&point.descriptor, SHIFT_DESCRIPTOR_DISTANCE, &mut near);
             voted.clear();
             for entry in &near {
                 let Some((_, other)) = self.entry_point(entry) else { continue };
@@ -729,7 +752,7 @@ impl<'a> Relocalizer<'a> {
             }
             let centre = camera_from_world * Point3::from(centre);
             let mut hits = Vec::new();
-            for anchor in self.anchors.get(k).into_iter().flatten() {
+            for anchor in self.lookup.anchors.get(k).into_iter().flatten() {
                 let q = camera_from_world * anchor;
                 if q.z < 0.1 || q.z > SEEING_RANGE_M {
                     continue;

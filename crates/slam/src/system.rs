@@ -1010,6 +1010,35 @@ pub(crate) fn match_to_points(
     keyframe_points: &[Option<u32>],
     max_distance: u32,
 ) -> Vec<(u32, u32)> {
+    // Hamming distances take a population count: a dozen instructions per word on the x86-64 baseline, one
+    // with POPCNT (same results).
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        #[allow(unsafe_code)]
+        // SAFETY: the CPU has POPCNT, checked just above.
+        return unsafe { match_to_points_popcnt(features, keyframe_features, keyframe_points, max_distance) };
+    }
+    match_to_points_portable(features, keyframe_features, keyframe_points, max_distance)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn match_to_points_popcnt(
+    features: &Features,
+    keyframe_features: &Features,
+    keyframe_points: &[Option<u32>],
+    max_distance: u32,
+) -> Vec<(u32, u32)> {
+    match_to_points_portable(features, keyframe_features, keyframe_points, max_distance)
+}
+
+#[inline(always)]
+fn match_to_points_portable(
+    features: &Features,
+    keyframe_features: &Features,
+    keyframe_points: &[Option<u32>],
+    max_distance: u32,
+) -> Vec<(u32, u32)> {
     let mut matches: HashMap<u32, (u32, u32)> = HashMap::new();
     for (f, descriptor) in features.descriptors.iter().enumerate() {
         let (mut d1, mut d2, mut best) = (u32::MAX, u32::MAX, None);

@@ -100,6 +100,32 @@ pub fn warp<'a>(
     camera_from_world: &Isometry3<f64>,
     keyframes: impl IntoIterator<Item = (&'a Thumbnail, &'a Isometry3<f64>)>,
 ) -> Vec<Option<u8>> {
+    // Rounding is a function call on the x86-64 baseline and one instruction with SSE4.1 (same results).
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.1") {
+        #[allow(unsafe_code)]
+        // SAFETY: the CPU has SSE4.1, checked just above.
+        return unsafe { warp_sse41(camera, camera_from_world, keyframes) };
+    }
+    warp_portable(camera, camera_from_world, keyframes)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.1")]
+fn warp_sse41<'a>(
+    camera: &PinholeCamera,
+    camera_from_world: &Isometry3<f64>,
+    keyframes: impl IntoIterator<Item = (&'a Thumbnail, &'a Isometry3<f64>)>,
+) -> Vec<Option<u8>> {
+    warp_portable(camera, camera_from_world, keyframes)
+}
+
+#[inline(always)]
+fn warp_portable<'a>(
+    camera: &PinholeCamera,
+    camera_from_world: &Isometry3<f64>,
+    keyframes: impl IntoIterator<Item = (&'a Thumbnail, &'a Isometry3<f64>)>,
+) -> Vec<Option<u8>> {
     let (w, h) = (camera.width as usize, camera.height as usize);
     let mut z_buffer = vec![f32::INFINITY; w * h];
     let mut predicted = vec![0u8; w * h];
