@@ -12,7 +12,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use gst_io::gst::QuestionFile;
@@ -126,10 +125,42 @@ fn write_lines<T: Serialize>(path: &Path, lines: &[T]) -> Result<(), BaselineErr
     Ok(())
 }
 
+/// What the workers of [`run_eval`] share: the questions of prepared scenes not yet taken (per scene, in
+/// uid order), the questions per scene not yet answered, and whether every scene has been prepared.
+struct Schedule<'q> {
+    ready: std::collections::VecDeque<(usize, std::collections::VecDeque<&'q QuestionFile>)>,
+    remaining: Vec<usize>,
+    /// Scenes prepared and not yet finished: preparation waits while [`SCENES_AHEAD`] are.
+    unfinished: usize,
+    all_prepared: bool,
+}
+
+/// Prepared scenes whose questions are not all answered, at most, before another is prepared: the scene
+/// being answered and the next (so at most three scenes' memory at once, counting the one being prepared).
+const SCENES_AHEAD: usize = 2;
+
+impl<'q> Schedule<'q> {
+    /// The next question for `worker`, from the oldest prepared scene: even workers take from the front of
+    /// its list, odd ones from the back (the questions on one view are neighbours in uid order, and two
+    /// workers on one view would wait on each other).
+    fn next(&mut self, worker: usize) -> Option<(usize, &'q QuestionFile)> {
+        while let Some((k, questions)) = self.ready.front_mut() {
+            let question = if worker % 2 == 0 { questions.pop_front() } else { questions.pop_back() };
+            match question {
+                Some(question) => return Some((*k, question)),
+                None => {
+                    self.ready.pop_front();
+                }
+            }
+        }
+        None
+    }
+}
+
 /// Answers every question in `questions` not yet in `out_dir/predictions.jsonl`. Scenes are taken one at
-/// a time in name order (so per-scene work such as a map is built once and shared), and a scene's
-/// questions are answered in parallel; the next scene's `prepare` runs on its own thread meanwhile, so
-/// building its map (partly sequential work) fills the cores the answers leave idle.
+/// a time in name order (so per-scene work such as a map is built once and shared) and answered in parallel
+/// (one worker per rayon thread); the next scenes' `prepare` runs on its own thread meanwhile, so building a
+/// map (partly sequential work) fills the cores the answers leave idle.
 pub fn run_eval(
     questions: &[QuestionFile],
     split_dir: &Path,
@@ -189,63 +220,122 @@ pub fn run_eval(
             (scene, scene_questions)
         })
         .collect();
-    let prepare = |k: usize| -> Result<(), BaselineError> {
-        let (scene, scene_questions) = &scenes[k];
-        progress(EvalEvent::Preparing { scene, questions: scene_questions.len() });
-        answerer.prepare(scene, scene_questions, &context)
-    };
-    let prepare = &prepare;
-    std::thread::scope(|threads| -> Result<(), BaselineError> {
-        let mut next = (!scenes.is_empty()).then(|| threads.spawn(move || prepare(0)));
-        for (k, (scene, scene_questions)) in scenes.iter().enumerate() {
-            let prepared = match next.take() {
-                Some(handle) => handle
-                    .join()
-                    .unwrap_or_else(|_| Err(BaselineError::Other(format!("preparing {scene} panicked")))),
-                None => Ok(()),
-            };
-            if k + 1 < scenes.len() {
-                next = Some(threads.spawn(move || prepare(k + 1)));
+    let answer_one = |question: &QuestionFile| -> Result<(), BaselineError> {
+        let uid = &question.question.uid;
+        match answerer.answer(question, &context) {
+            Ok(reply) => {
+                let line = PredictionLine {
+                    uid: uid.clone(),
+                    prediction: reply.text,
+                    fallback: reply.fallback,
+                    grounding: reply.grounding,
+                };
+                let mut json = serde_json::to_string(&line)
+                    .map_err(|e| BaselineError::file(&predictions_path, e.to_string()))?;
+                json.push('\n');
+                let mut file =
+                    file.lock().map_err(|_| BaselineError::Other("predictions file lock poisoned".into()))?;
+                file.write_all(json.as_bytes())
+                    .and_then(|()| file.flush())
+                    .map_err(|e| BaselineError::io(&predictions_path, e))?;
+                answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                progress(EvalEvent::Answered { uid, ok: true });
             }
-            if let Err(error) = prepared {
-                for question in scene_questions {
-                    record_error(&question.question.uid, &error);
-                    progress(EvalEvent::Answered { uid: &question.question.uid, ok: false });
-                }
-                continue;
+            Err(error) => {
+                record_error(uid, &error);
+                progress(EvalEvent::Answered { uid, ok: false });
             }
-            progress(EvalEvent::Answering { scene, questions: scene_questions.len() });
-            scene_questions.par_iter().try_for_each(|question| -> Result<(), BaselineError> {
-                let uid = &question.question.uid;
-                match answerer.answer(question, &context) {
-                    Ok(reply) => {
-                        let line = PredictionLine {
-                            uid: uid.clone(),
-                            prediction: reply.text,
-                            fallback: reply.fallback,
-                            grounding: reply.grounding,
-                        };
-                        let mut json = serde_json::to_string(&line)
-                            .map_err(|e| BaselineError::file(&predictions_path, e.to_string()))?;
-                        json.push('\n');
-                        let mut file = file
-                            .lock()
-                            .map_err(|_| BaselineError::Other("predictions file lock poisoned".into()))?;
-                        file.write_all(json.as_bytes())
-                            .and_then(|()| file.flush())
-                            .map_err(|e| BaselineError::io(&predictions_path, e))?;
-                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        progress(EvalEvent::Answered { uid, ok: true });
-                    }
-                    Err(error) => {
-                        record_error(uid, &error);
-                        progress(EvalEvent::Answered { uid, ok: false });
-                    }
-                }
-                Ok(())
-            })?;
         }
         Ok(())
+    };
+    // One thread prepares the scenes in order; as each is ready its questions join the queue that the
+    // workers answer from (oldest scene first), so preparing a scene (partly sequential work) overlaps the
+    // answers of the scenes before it, and a scene's last long questions overlap the next scene's first.
+    // Workers are threads of our own rather than rayon's: answers share per-file results (`Memo` in the map
+    // answerer) and wait for one another's, and a rayon worker waiting inside a parallel loop could pick up
+    // another question and wait on itself. A scene is finished (its memory released) after its last answer.
+    let schedule = Mutex::new(Schedule {
+        ready: std::collections::VecDeque::new(),
+        remaining: scenes.iter().map(|(_, q)| q.len()).collect(),
+        unfinished: 0,
+        all_prepared: false,
+    });
+    let wake = std::sync::Condvar::new();
+    let poisoned = || BaselineError::Other("evaluation schedule lock poisoned".into());
+    let workers = rayon::current_num_threads().max(1);
+    std::thread::scope(|threads| -> Result<(), BaselineError> {
+        let (scenes, schedule, wake) = (&scenes, &schedule, &wake);
+        let preparing = threads.spawn(move || -> Result<(), BaselineError> {
+            for (k, (scene, scene_questions)) in scenes.iter().enumerate() {
+                {
+                    let mut schedule = schedule.lock().map_err(|_| poisoned())?;
+                    while schedule.unfinished >= SCENES_AHEAD {
+                        schedule = wake.wait(schedule).map_err(|_| poisoned())?;
+                    }
+                }
+                progress(EvalEvent::Preparing { scene, questions: scene_questions.len() });
+                match answerer.prepare(scene, scene_questions, &context) {
+                    Ok(()) => {
+                        progress(EvalEvent::Answering { scene, questions: scene_questions.len() });
+                        let mut schedule = schedule.lock().map_err(|_| poisoned())?;
+                        schedule.ready.push_back((k, scene_questions.iter().copied().collect()));
+                        schedule.unfinished += 1;
+                        wake.notify_all();
+                    }
+                    Err(error) => {
+                        for question in scene_questions {
+                            record_error(&question.question.uid, &error);
+                            progress(EvalEvent::Answered { uid: &question.question.uid, ok: false });
+                        }
+                        answerer.finish(scene);
+                    }
+                }
+            }
+            let mut schedule = schedule.lock().map_err(|_| poisoned())?;
+            schedule.all_prepared = true;
+            wake.notify_all();
+            Ok(())
+        });
+        let answering: Vec<_> = (0..workers)
+            .map(|worker| {
+                let answer_one = &answer_one;
+                threads.spawn(move || -> Result<(), BaselineError> {
+                    loop {
+                        let (k, question) = {
+                            let mut schedule = schedule.lock().map_err(|_| poisoned())?;
+                            loop {
+                                if let Some(next) = schedule.next(worker) {
+                                    break next;
+                                }
+                                if schedule.all_prepared {
+                                    return Ok(());
+                                }
+                                schedule = wake.wait(schedule).map_err(|_| poisoned())?;
+                            }
+                        };
+                        answer_one(question)?;
+                        let last = {
+                            let mut state = schedule.lock().map_err(|_| poisoned())?;
+                            state.remaining[k] -= 1;
+                            state.remaining[k] == 0
+                        };
+                        if last {
+                            answerer.finish(scenes[k].0);
+                            schedule.lock().map_err(|_| poisoned())?.unfinished -= 1;
+                            wake.notify_all();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let joined = |handle: std::thread::ScopedJoinHandle<'_, Result<(), BaselineError>>, what: &str| {
+            handle.join().unwrap_or_else(|_| Err(BaselineError::Other(format!("{what} panicked"))))
+        };
+        let mut outcome = joined(preparing, "preparing a scene");
+        for handle in answering {
+            outcome = outcome.and(joined(handle, "answering a question"));
+        }
+        outcome
     })?;
     drop(file);
 
@@ -385,6 +475,79 @@ mod tests {
         let summary = run_eval(&questions, dir.path(), &echo, &options, &|_| {})?;
         assert_eq!((summary.reused, summary.answered, summary.failed), (5, 2, 1));
         assert_eq!(std::fs::read_to_string(&path)?, text);
+        Ok(())
+    }
+
+    /// Fails to prepare scene_1; scene_0's answers wait (up to 10 s) for scene_1's preparation to start.
+    struct Overlapping {
+        started: Mutex<Vec<String>>,
+        wake: std::sync::Condvar,
+        overlapped: std::sync::atomic::AtomicBool,
+    }
+
+    impl Answerer for Overlapping {
+        fn name(&self) -> String {
+            "overlapping".into()
+        }
+        fn prepare(
+            &self,
+            scene: &str,
+            _: &[&QuestionFile],
+            _: &AnswerContext<'_>,
+        ) -> Result<(), BaselineError> {
+            let mut started = self.started.lock().map_err(|_| BaselineError::Other("lock".into()))?;
+            started.push(scene.into());
+            self.wake.notify_all();
+            if scene == "scene_1" {
+                return Err(BaselineError::Other("no map for scene_1".into()));
+            }
+            Ok(())
+        }
+        fn answer(&self, question: &QuestionFile, _: &AnswerContext<'_>) -> Result<Reply, BaselineError> {
+            if question.question.scene == "scene_0" {
+                let started = self.started.lock().map_err(|_| BaselineError::Other("lock".into()))?;
+                let (started, _) = self
+                    .wake
+                    .wait_timeout_while(started, std::time::Duration::from_secs(10), |s| {
+                        !s.iter().any(|s| s == "scene_1")
+                    })
+                    .map_err(|_| BaselineError::Other("lock".into()))?;
+                if started.iter().any(|s| s == "scene_1") {
+                    self.overlapped.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            Ok(Reply::new("A"))
+        }
+    }
+
+    #[test]
+    fn the_next_scene_is_prepared_while_one_is_answered() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let options = EvalOptions { out_dir: dir.path().join("out"), cache_dir: None };
+        let questions: Vec<QuestionFile> = (0..6)
+            .map(|k| question(&format!("s{}_q{k}", k % 3), &format!("scene_{}", k % 3), TaskId::ALL[k]))
+            .collect();
+        let answerer = Overlapping {
+            started: Mutex::new(Vec::new()),
+            wake: std::sync::Condvar::new(),
+            overlapped: std::sync::atomic::AtomicBool::new(false),
+        };
+        let events = Mutex::new(Vec::new());
+        let summary = run_eval(&questions, dir.path(), &answerer, &options, &|event| {
+            if let (EvalEvent::Answering { scene, .. }, Ok(mut events)) = (event, events.lock()) {
+                events.push(scene.to_string());
+            }
+        })?;
+        assert!(
+            answerer.overlapped.load(std::sync::atomic::Ordering::SeqCst),
+            "scene_1 prepared during scene_0"
+        );
+        assert_eq!(*answerer.started.lock().map_err(|_| "lock")?, ["scene_0", "scene_1", "scene_2"]);
+        // scene_1's questions fail with its preparation's error; the scenes around it are answered.
+        assert_eq!((summary.answered, summary.failed), (4, 2));
+        assert_eq!(*events.lock().map_err(|_| "lock")?, ["scene_0", "scene_2"]);
+        let errors = std::fs::read_to_string(options.out_dir.join(ERRORS))?;
+        assert_eq!(errors.matches("no map for scene_1").count(), 2, "{errors}");
         Ok(())
     }
 

@@ -73,6 +73,11 @@ pub trait Answerer: Send + Sync {
         Ok(())
     }
 
+    /// Called once after the last question of a scene was answered (or its `prepare` failed): shared work
+    /// kept for the scene can be released. The default does nothing. `prepare` of later scenes may run
+    /// before or during the answers of earlier ones.
+    fn finish(&self, _scene: &str) {}
+
     /// The raw answer text for one question (what `gst score` extracts the answer from), and whether it
     /// is a fallback.
     fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<Reply, BaselineError>;

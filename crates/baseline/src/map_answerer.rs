@@ -92,10 +92,38 @@ struct SceneMemory {
     frame_poses: Vec<Option<Pose3>>,
     /// Thumbnails of every exploration frame, to place clips (computed on first use).
     thumbnails: Mutex<Option<Arc<Vec<Vec<u8>>>>>,
-    registrations: Mutex<HashMap<PathBuf, Arc<Registration>>>,
-    targets: Mutex<HashMap<PathBuf, Option<[f64; 3]>>>,
+    registrations: Memo<Arc<Registration>>,
+    targets: Memo<Option<[f64; 3]>>,
     /// Located current views (several questions share one view), with their fallback reasons.
-    views: Mutex<HashMap<PathBuf, (Pose3, Option<String>)>>,
+    views: Memo<(Pose3, Option<String>)>,
+}
+
+/// Results per file (a view, a marked video, a top-down image) that several questions share, each computed
+/// once even when questions answered in parallel ask for it at the same time: the later ones wait for the
+/// first's result rather than repeating its work. A failed computation is not kept.
+struct Memo<V> {
+    slots: Mutex<HashMap<PathBuf, Arc<Mutex<Option<V>>>>>,
+}
+
+impl<V: Clone> Memo<V> {
+    fn new() -> Self {
+        Memo { slots: Mutex::new(HashMap::new()) }
+    }
+
+    fn get_or_try(
+        &self,
+        key: &Path,
+        compute: impl FnOnce() -> Result<V, BaselineError>,
+    ) -> Result<V, BaselineError> {
+        let slot = lock(&self.slots)?.entry(key.to_path_buf()).or_default().clone();
+        let mut slot = lock(&slot)?;
+        if let Some(value) = slot.as_ref() {
+            return Ok(value.clone());
+        }
+        let value = compute()?;
+        *slot = Some(value.clone());
+        Ok(value)
+    }
 }
 
 /// The geometric map answerer.
@@ -184,9 +212,9 @@ impl MapAnswerer {
             sequence,
             frame_poses,
             thumbnails: Mutex::new(None),
-            registrations: Mutex::new(HashMap::new()),
-            targets: Mutex::new(HashMap::new()),
-            views: Mutex::new(HashMap::new()),
+            registrations: Memo::new(),
+            targets: Memo::new(),
+            views: Memo::new(),
         })
     }
 
@@ -213,15 +241,13 @@ impl MapAnswerer {
         memory: &SceneMemory,
         image_path: &Path,
     ) -> Result<Arc<Registration>, BaselineError> {
-        if let Some(found) = lock(&memory.registrations)?.get(image_path) {
-            return Ok(found.clone());
-        }
-        let topdown = read_plan(image_path)?;
-        let found = Arc::new(
-            register(&memory.map, &topdown).map_err(|e| BaselineError::file(image_path, e.to_string()))?,
-        );
-        lock(&memory.registrations)?.insert(image_path.to_path_buf(), found.clone());
-        Ok(found)
+        memory.registrations.get_or_try(image_path, || {
+            let topdown = read_plan(image_path)?;
+            Ok(Arc::new(
+                register(&memory.map, &topdown)
+                    .map_err(|e| BaselineError::file(image_path, e.to_string()))?,
+            ))
+        })
     }
 
     /// The target of a question, world frame (the SLAM map's): the red-boxed object of a marked video, or the
@@ -231,21 +257,19 @@ impl MapAnswerer {
         let none = |message: &str| BaselineError::Question { uid: uid.clone(), message: message.into() };
         if is_visual(question.question.task) {
             let video = question.video_path();
-            if let Some(found) = lock(&memory.targets)?.get(&video) {
-                return found.ok_or_else(|| none("no red box located in the marked video"));
-            }
-            let first_frame = self.clip_start(memory, &video)?;
-            let camera = memory.slam.map.camera;
-            let found = locate_marked_target_from(
-                &video,
-                first_frame,
-                &memory.sequence,
-                &camera,
-                &memory.frame_poses,
-            )
-            .map_err(|e| BaselineError::file(&video, e.to_string()))?
-            .map(|t| t.centroid_world_m);
-            lock(&memory.targets)?.insert(video.clone(), found);
+            let found = memory.targets.get_or_try(&video, || {
+                let first_frame = self.clip_start(memory, &video)?;
+                let camera = memory.slam.map.camera;
+                Ok(locate_marked_target_from(
+                    &video,
+                    first_frame,
+                    &memory.sequence,
+                    &camera,
+                    &memory.frame_poses,
+                )
+                .map_err(|e| BaselineError::file(&video, e.to_string()))?
+                .map(|t| t.centroid_world_m))
+            })?;
             return found.ok_or_else(|| none("no red box located in the marked video"));
         }
         let text = question.question.texts.join(" ").to_lowercase();
@@ -326,56 +350,56 @@ impl MapAnswerer {
             uid: question.question.uid.clone(),
             message: "no current view image".into(),
         })?;
-        if let Some(found) = lock(&memory.views)?.get(&path) {
-            return Ok(found.clone());
-        }
-        let view = gst_io::read_rgb(&path)?;
-        let mut relocalizer = memory.slam.relocalizer()?;
-        let outcome = relocalizer.relocalize_outcome(&view)?;
-        let located = match (outcome.accepted, outcome.best_rejected) {
-            (Some(found), _) => (found.world_from_camera, None),
-            (None, Some(rejected)) => (
-                rejected.world_from_camera,
-                Some(format!(
-                    "current view not verified: the best rejected pose (correlation {:.2}, {} inliers)",
-                    rejected.ncc, rejected.inliers
-                )),
-            ),
-            (None, None) => {
-                let (keyframe, pose) =
-                    relocalizer.appearance_guess(&view).ok_or_else(|| BaselineError::Question {
-                        uid: question.question.uid.clone(),
-                        message: "the current view could not be relocalised and the map has no keyframes"
-                            .into(),
-                    })?;
-                let reason = if keyframe == u32::MAX {
-                    "current view not relocalised: the render-and-compare pose most alike".to_string()
-                } else {
-                    format!("current view not relocalised: the pose of keyframe {keyframe}, the most alike")
-                };
-                (pose, Some(reason))
-            }
-        };
-        // An unverified pose keeps its position and takes the heading the Manhattan compass reads from the
-        // view (within 45° of the pose's own), when the map has clear wall directions and the view clear
-        // lines along them.
-        let located = match located {
-            (pose, Some(reason)) => {
-                match gst_map::snap_heading(&memory.map, &memory.slam.map.camera, &view, &pose) {
-                    Some((snapped, reading)) => (
-                        snapped,
-                        Some(format!(
-                            "{reason}, its heading from the Manhattan compass (support {:.1})",
-                            reading.support
-                        )),
-                    ),
-                    None => (pose, Some(reason)),
+        memory.views.get_or_try(&path, || {
+            let view = gst_io::read_rgb(&path)?;
+            let mut relocalizer = memory.slam.relocalizer()?;
+            let outcome = relocalizer.relocalize_outcome(&view)?;
+            let located = match (outcome.accepted, outcome.best_rejected) {
+                (Some(found), _) => (found.world_from_camera, None),
+                (None, Some(rejected)) => (
+                    rejected.world_from_camera,
+                    Some(format!(
+                        "current view not verified: the best rejected pose (correlation {:.2}, {} inliers)",
+                        rejected.ncc, rejected.inliers
+                    )),
+                ),
+                (None, None) => {
+                    let (keyframe, pose) =
+                        relocalizer.appearance_guess(&view).ok_or_else(|| BaselineError::Question {
+                            uid: question.question.uid.clone(),
+                            message: "the current view could not be relocalised and the map has no keyframes"
+                                .into(),
+                        })?;
+                    let reason = if keyframe == u32::MAX {
+                        "current view not relocalised: the render-and-compare pose most alike".to_string()
+                    } else {
+                        format!(
+                            "current view not relocalised: the pose of keyframe {keyframe}, the most alike"
+                        )
+                    };
+                    (pose, Some(reason))
                 }
-            }
-            verified => verified,
-        };
-        lock(&memory.views)?.insert(path, located.clone());
-        Ok(located)
+            };
+            // An unverified pose keeps its position and takes the heading the Manhattan compass reads from the
+            // view (within 45° of the pose's own), when the map has clear wall directions and the view clear
+            // lines along them.
+            let located = match located {
+                (pose, Some(reason)) => {
+                    match gst_map::snap_heading(&memory.map, &memory.slam.map.camera, &view, &pose) {
+                        Some((snapped, reading)) => (
+                            snapped,
+                            Some(format!(
+                                "{reason}, its heading from the Manhattan compass (support {:.1})",
+                                reading.support
+                            )),
+                        ),
+                        None => (pose, Some(reason)),
+                    }
+                }
+                verified => verified,
+            };
+            Ok(located)
+        })
     }
 
     /// The question's target, or the centre of the map's free space (with the reason) when it cannot be
@@ -504,6 +528,12 @@ impl Answerer for MapAnswerer {
             self.exploration_thumbnails(&memory)?;
         }
         Ok(())
+    }
+
+    fn finish(&self, scene: &str) {
+        if let Ok(mut scenes) = self.scenes.lock() {
+            scenes.remove(scene);
+        }
     }
 
     fn answer(&self, question: &QuestionFile, context: &AnswerContext<'_>) -> Result<Reply, BaselineError> {
