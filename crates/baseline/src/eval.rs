@@ -135,9 +135,10 @@ struct Schedule<'q> {
     all_prepared: bool,
 }
 
-/// Prepared scenes whose questions are not all answered, at most, before another is prepared: the scene
-/// being answered and the next (so at most three scenes' memory at once, counting the one being prepared).
-const SCENES_AHEAD: usize = 2;
+/// Prepared scenes whose questions are not all answered, at most, before another is prepared (so at most
+/// four scenes' memory at once, counting the one being prepared). With two, the workers finished the next
+/// scene before the one after it was prepared and waited (one core busy for 10–25 s per scene, measured).
+const SCENES_AHEAD: usize = 3;
 
 impl<'q> Schedule<'q> {
     /// The next question for `worker`, from the oldest prepared scene: even workers take from the front of

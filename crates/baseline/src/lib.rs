@@ -63,7 +63,8 @@ pub trait Answerer: Send + Sync {
     fn name(&self) -> String;
 
     /// Work shared by the questions of one scene (building its map, say), called once before they are
-    /// answered. The default does nothing.
+    /// answered, on its own thread and possibly while earlier scenes' questions are being answered. The
+    /// default does nothing.
     fn prepare(
         &self,
         _scene: &str,

@@ -79,22 +79,42 @@ pub fn map_sequence(
     let known: Vec<Pose3> = frame_poses.iter().flatten().copied().collect();
     let stride = config.frame_stride.max(1);
     let mut builder = MapBuilder::new(config, camera, gst_core::gravity_alignment(&known))?;
-    for (k, pose) in frame_poses.iter().enumerate() {
-        let Some(pose) = pose else { continue };
-        if !k.is_multiple_of(stride) {
-            continue;
+    let wanted: Vec<(usize, Pose3)> = frame_poses
+        .iter()
+        .enumerate()
+        .filter_map(|(k, pose)| pose.filter(|_| k.is_multiple_of(stride)).map(|pose| (k, pose)))
+        .collect();
+    // Frames are decoded on a thread of their own, a few ahead of the integration (decoding is about as
+    // long as integrating a frame); they arrive in order, so the map is the same.
+    std::thread::scope(|threads| -> Result<(), MapError> {
+        let (send, receive) = std::sync::mpsc::sync_channel(4);
+        let wanted = &wanted;
+        threads.spawn(move || {
+            for &(k, _) in wanted {
+                let frame = sequence.frame(k);
+                let failed = frame.is_err();
+                if send.send(frame).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        for &(k, pose) in wanted {
+            let frame = receive.recv().map_err(|_| MapError::InvalidInput {
+                path: sequence.dir().into(),
+                message: format!("frame {k}: the reader stopped"),
+            })??;
+            let observations = perception.observe(k, &frame.rgb)?;
+            builder.add_frame(&PosedFrame {
+                index: k,
+                timestamp_s: frame.timestamp_s,
+                world_from_camera: pose,
+                depth: Some(&frame.depth),
+                rgb: Some(&frame.rgb),
+                observations: &observations,
+            })?;
         }
-        let frame = sequence.frame(k)?;
-        let observations = perception.observe(k, &frame.rgb)?;
-        builder.add_frame(&PosedFrame {
-            index: k,
-            timestamp_s: frame.timestamp_s,
-            world_from_camera: *pose,
-            depth: Some(&frame.depth),
-            rgb: Some(&frame.rgb),
-            observations: &observations,
-        })?;
-    }
+        Ok(())
+    })?;
     Ok(builder.finish())
 }
 
