@@ -146,7 +146,8 @@ impl<'q> Schedule<'q> {
     /// workers on one view would wait on each other).
     fn next(&mut self, worker: usize) -> Option<(usize, &'q QuestionFile)> {
         while let Some((k, questions)) = self.ready.front_mut() {
-            let question = if worker % 2 == 0 { questions.pop_front() } else { questions.pop_back() };
+            let question =
+                if worker.is_multiple_of(2) { questions.pop_front() } else { questions.pop_back() };
             match question {
                 Some(question) => return Some((*k, question)),
                 None => {
