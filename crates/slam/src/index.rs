@@ -92,23 +92,34 @@ impl DescriptorIndex {
         }
     }
 
+    /// Calls `visit` once per stored descriptor sharing a chunk with `query` (in table and bucket order),
+    /// skipping buckets over [`MAX_BUCKET`]: a chunk value shared by very many descriptors (flat image
+    /// regions) says little and costs much.
+    fn candidates(&self, query: &Descriptor, seen: &mut Seen, mut visit: impl FnMut(u32)) {
+        seen.start(self.entries.len());
+        for (k, table) in self.tables.iter().enumerate() {
+            let Some(bucket) = table.get(&chunk(query, k)) else { continue };
+            if bucket.len() > MAX_BUCKET {
+                continue;
+            }
+            for &id in bucket {
+                if seen.insert(id) {
+                    visit(id);
+                }
+            }
+        }
+    }
+
     /// The stored descriptors within `max_distance` of `query` that share a chunk with it (all within
     /// distance 15, most true matches beyond), into `out`.
     pub fn near(&self, query: &Descriptor, max_distance: u32, out: &mut Vec<Entry>) {
         out.clear();
         SEEN.with_borrow_mut(|seen| {
-            seen.start(self.entries.len());
-            for (k, table) in self.tables.iter().enumerate() {
-                let Some(bucket) = table.get(&chunk(query, k)) else { continue };
-                if bucket.len() > MAX_BUCKET {
-                    continue;
+            self.candidates(query, seen, |id| {
+                if hamming(query, &self.descriptors[id as usize]) <= max_distance {
+                    out.push(self.entries[id as usize]);
                 }
-                for &id in bucket {
-                    if seen.insert(id) && hamming(query, &self.descriptors[id as usize]) <= max_distance {
-                        out.push(self.entries[id as usize]);
-                    }
-                }
-            }
+            })
         });
     }
 
@@ -125,28 +136,16 @@ impl DescriptorIndex {
         SEEN.with_borrow_mut(|seen| {
             for query in queries {
                 voted.clear();
-                seen.start(self.entries.len());
-                for (k, table) in self.tables.iter().enumerate() {
-                    let Some(bucket) = table.get(&chunk(query, k)) else { continue };
-                    // A chunk value shared by very many descriptors (flat image regions) says little and costs
-                    // much.
-                    if bucket.len() > MAX_BUCKET {
-                        continue;
+                self.candidates(query, seen, |id| {
+                    let entry = self.entries[id as usize];
+                    if skip(entry.keyframe) || voted.contains(&entry.keyframe) {
+                        return;
                     }
-                    for &id in bucket {
-                        if !seen.insert(id) {
-                            continue;
-                        }
-                        let entry = self.entries[id as usize];
-                        if skip(entry.keyframe) || voted.contains(&entry.keyframe) {
-                            continue;
-                        }
-                        if hamming(query, &self.descriptors[id as usize]) <= max_distance {
-                            voted.push(entry.keyframe);
-                            *votes.entry(entry.keyframe).or_insert(0) += 1;
-                        }
+                    if hamming(query, &self.descriptors[id as usize]) <= max_distance {
+                        voted.push(entry.keyframe);
+                        *votes.entry(entry.keyframe).or_insert(0) += 1;
                     }
-                }
+                });
             }
         });
         let mut ranked: Vec<(u32, u32)> = votes.into_iter().collect();
