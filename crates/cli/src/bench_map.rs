@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use gst_bench::generate::scene_seed;
 use gst_io::{TumSequence, read_depth_png, read_trajectory_tum};
-use gst_map::{MapConfig, SemanticMap, locate_marked_target, register};
+use gst_map::{SemanticMap, locate_marked_target, register};
 use gst_sim::noise::DepthNoise;
 use gst_slam::metrics::{Alignment, AlignmentKind, align, associate};
 
@@ -48,6 +48,13 @@ pub struct MapBenchArgs {
     /// Reuse the maps of an earlier run (`maps/<scene>/run.json`) instead of running SLAM and mapping again.
     #[arg(long)]
     pub reuse_maps: bool,
+    /// Rebuild the maps from an earlier run's poses (`maps/<scene>/trajectory.tum`, SLAM's timings from its
+    /// `run.json`) instead of running SLAM again: for trying map settings.
+    #[arg(long, conflicts_with = "reuse_maps")]
+    pub reuse_slam: bool,
+    /// Map settings as JSON (a `MapConfig`; missing fields take their defaults).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -151,6 +158,7 @@ pub fn run(args: &MapBenchArgs) -> Result<()> {
     if scenes.is_empty() {
         bail!("{}: no scenes", tum_root.display());
     }
+    let config = crate::map_cmd::read_config(args.config.as_deref())?;
     let mut results = Vec::new();
     for scene in &scenes {
         eprintln!("{scene}");
@@ -165,17 +173,46 @@ pub fn run(args: &MapBenchArgs) -> Result<()> {
         let scene_dir = args.split.join("scenes").join(scene);
         let map_dir = args.out.join("maps").join(scene);
         let cached = map_dir.join("run.json");
-        let run: MapRun = if args.reuse_maps && cached.is_file() {
+        let read_run = || -> Result<MapRun> {
             serde_json::from_str(&std::fs::read_to_string(&cached)?)
-                .with_context(|| cached.display().to_string())?
+                .with_context(|| cached.display().to_string())
+        };
+        let run: MapRun = if args.reuse_maps && cached.is_file() {
+            read_run()?
+        } else if args.reuse_slam && cached.is_file() {
+            let earlier = read_run()?;
+            // The trajectory is read before `build_map` rewrites the directory.
+            let poses = args.out.join("poses").join(format!("{scene}.tum"));
+            std::fs::create_dir_all(poses.parent().context("poses dir")?)?;
+            std::fs::copy(map_dir.join("trajectory.tum"), &poses)
+                .with_context(|| format!("{}: no trajectory.tum to reuse", map_dir.display()))?;
+            let run = build_map(
+                &input,
+                &map_dir,
+                earlier.poses,
+                Some(&poses),
+                PerceptionKind::Oracle,
+                Some(&scene_dir.join("annotations.json")),
+                &config,
+                true,
+            )?;
+            let run = MapRun {
+                slam_ms_per_frame: earlier.slam_ms_per_frame,
+                slam_wall_ms_per_frame: earlier.slam_wall_ms_per_frame,
+                slam_frames: earlier.slam_frames,
+                ..run
+            };
+            gst_io::write_json(&cached, &run)?;
+            run
         } else {
             build_map(
                 &input,
                 &map_dir,
                 args.poses,
+                None,
                 PerceptionKind::Oracle,
                 Some(&scene_dir.join("annotations.json")),
-                &MapConfig::default(),
+                &config,
                 true,
             )?
         };
@@ -281,18 +318,21 @@ fn locate_targets(
 fn print_table(results: &[SceneResult]) {
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     println!(
-        "| scene | frames | occupancy IoU | room MCC | room F1 | edge F1 | object err m (median) | red-box target err m | registration err px (mean) | true plan wins | map ms/frame | SLAM ms/frame | added |"
+        "| scene | frames | occupancy IoU | true free unknown / occupied; extra | room MCC | room F1 | edge F1 | object err m (median) | red-box target err m | registration err px (mean) | true plan wins | map ms/frame | SLAM ms/frame | added |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in results {
         let e = &r.evaluation;
         let wins = r.distractor_scores.iter().filter(|s| r.true_score > **s).count();
         let targets: Vec<String> = r.target_errors_m.iter().map(|t| opt(*t)).collect();
         println!(
-            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {:.2} | {}/{} | {:.2} | {:.2} | {:.0}% |",
+            "| {} | {} | {:.3} | {:.3} / {:.3}; {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {:.2} | {}/{} | {:.2} | {:.2} | {:.0}% |",
             r.scene,
             r.frames,
             e.occupancy_iou,
+            e.free_missed_unknown,
+            e.free_missed_occupied,
+            e.free_extra,
             e.room_mcc,
             e.room_f1,
             e.edge_f1,

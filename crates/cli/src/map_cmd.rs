@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use gst_core::{Pose3, TimedPose, Trajectory};
-use gst_io::{SourceOptions, TumSequence, open_source_with, write_trajectory_tum};
+use gst_io::{SourceOptions, TumSequence, open_source_with, read_trajectory_tum, write_trajectory_tum};
 use gst_map::{
     MapBuilder, MapConfig, NoPerception, OraclePerception, Perception, PosedFrame, SemanticMap, TopdownView,
     gravity_alignment, poses_per_frame, render_binary, render_semantic,
@@ -59,6 +59,10 @@ pub struct MapArgs {
     /// Map settings as JSON (a `MapConfig`; missing fields take their defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Build the map with the poses of this TUM trajectory (an earlier `gst slam` or `gst map` run's
+    /// `trajectory.tum`) instead of running SLAM.
+    #[arg(long, conflicts_with = "poses")]
+    pub trajectory: Option<PathBuf>,
     #[command(flatten)]
     pub rrd: RrdArgs,
 }
@@ -68,6 +72,9 @@ pub struct MapArgs {
 pub struct MapRun {
     pub input: PathBuf,
     pub poses: PoseSource,
+    /// The trajectory file the poses were read from (`--trajectory`) instead of running SLAM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory_file: Option<PathBuf>,
     pub perception: PerceptionKind,
     pub frames: usize,
     pub slam_frames: usize,
@@ -85,7 +92,7 @@ pub struct MapRun {
     pub objects: usize,
 }
 
-fn read_config(path: Option<&Path>) -> Result<MapConfig> {
+pub(crate) fn read_config(path: Option<&Path>) -> Result<MapConfig> {
     let Some(path) = path else { return Ok(MapConfig::default()) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let config: MapConfig =
@@ -101,6 +108,7 @@ pub fn run(args: &MapArgs) -> Result<()> {
         &args.input,
         &args.out,
         args.poses,
+        args.trajectory.as_deref(),
         args.perception,
         args.annotations.as_deref(),
         &config,
@@ -134,10 +142,12 @@ fn default_annotations(input: &Path) -> Option<PathBuf> {
 }
 
 /// Runs SLAM (or reads ground truth) and builds the map of a TUM recording into `out`.
+#[allow(clippy::too_many_arguments)]
 pub fn build_map(
     input: &Path,
     out: &Path,
     poses: PoseSource,
+    trajectory_file: Option<&Path>,
     perception: PerceptionKind,
     annotations: Option<&Path>,
     config: &MapConfig,
@@ -148,6 +158,7 @@ pub fn build_map(
         input,
         out,
         poses,
+        trajectory_file,
         perception,
         annotations,
         config,
@@ -165,12 +176,13 @@ pub struct Recording<'a> {
 }
 
 /// [`build_map`], recording the mapped frames (poses, images), SLAM's trajectory and map points and the
-/// finished semantic map.
+/// finished semantic map. With `trajectory_file`, its poses stand for SLAM's (no SLAM is run).
 #[allow(clippy::too_many_arguments)]
 pub fn build_map_recorded(
     input: &Path,
     out: &Path,
     poses: PoseSource,
+    trajectory_file: Option<&Path>,
     perception: PerceptionKind,
     annotations: Option<&Path>,
     config: &MapConfig,
@@ -182,14 +194,19 @@ pub fn build_map_recorded(
     let mut errors = RecordingErrors::default();
     let sequence = TumSequence::open(input, None).with_context(|| format!("opening {}", input.display()))?;
     let options = SourceOptions::default();
-    let (trajectory, slam_ms, slam_wall_ms, slam_frames) = match poses {
-        PoseSource::Groundtruth => {
+    let (trajectory, slam_ms, slam_wall_ms, slam_frames) = match (poses, trajectory_file) {
+        (_, Some(path)) => {
+            let trajectory = read_trajectory_tum(path)?;
+            let frames = trajectory.len();
+            (trajectory, 0.0, 0.0, frames)
+        }
+        (PoseSource::Groundtruth, None) => {
             let Some(truth) = sequence.groundtruth() else {
                 bail!("{}: no groundtruth.txt for --poses groundtruth", input.display());
             };
             (truth.clone(), 0.0, 0.0, truth.len())
         }
-        PoseSource::Slam => {
+        (PoseSource::Slam, None) => {
             let mut source = open_source_with(input, &options)?;
             let bar = if progress {
                 crate::progress::bar(sequence.len() as u64, "slam")
@@ -297,6 +314,7 @@ pub fn build_map_recorded(
     let run = MapRun {
         input: input.into(),
         poses,
+        trajectory_file: trajectory_file.map(Path::to_path_buf),
         perception,
         frames,
         slam_frames,

@@ -37,6 +37,10 @@ pub struct MapEvalArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write where our free floor and the true one differ, on the top-down's pixels: white both free,
+    /// blue true free left unknown, red true free called occupied, green ours free where the truth is not.
+    #[arg(long)]
+    pub diff_png: Option<PathBuf>,
 }
 
 /// The figures of one evaluation.
@@ -44,6 +48,14 @@ pub struct MapEvalArgs {
 pub struct MapEvaluation {
     /// IoU of free floor: ours (aligned) against the binary top-down, on its pixels.
     pub occupancy_iou: f64,
+    /// Where the IoU loses, as fractions of the true free floor: true free pixels our map leaves unknown,
+    /// true free pixels our map calls occupied, and pixels our map calls free that are not free floor.
+    #[serde(default)]
+    pub free_missed_unknown: f64,
+    #[serde(default)]
+    pub free_missed_occupied: f64,
+    #[serde(default)]
+    pub free_extra: f64,
     /// Pair-counting Matthews correlation of room labels over pixels free in both and labelled by both.
     pub room_mcc: f64,
     /// Rooms matched one-to-one at IoU ≥ 0.5: F1 of matched over predicted and true rooms.
@@ -69,8 +81,22 @@ pub struct MapEvaluation {
 }
 
 pub fn run(args: &MapEvalArgs) -> Result<()> {
-    let evaluation =
-        evaluate_map(&args.map, &args.scene, args.groundtruth.as_deref(), args.topdown.as_deref())?;
+    let mut diff = args.diff_png.as_ref().map(|_| Vec::new());
+    let evaluation = evaluate_map_with_diff(
+        &args.map,
+        &args.scene,
+        args.groundtruth.as_deref(),
+        args.topdown.as_deref(),
+        diff.as_mut(),
+    )?;
+    if let (Some(path), Some(pixels)) = (&args.diff_png, diff) {
+        let topdown = gst_io::read_gray(
+            &args.topdown.clone().or_else(|| default_topdown(&args.scene)).context("no top-down path")?,
+        )?;
+        let image = gst_core::RgbImage::from_vec(topdown.width(), topdown.height(), pixels)
+            .context("difference image size")?;
+        gst_io::write_rgb_png(path, &image)?;
+    }
     #[allow(clippy::print_stdout)] // the command's report
     if args.json {
         println!("{}", serde_json::to_string_pretty(&evaluation)?);
@@ -86,6 +112,10 @@ fn print_table(e: &MapEvaluation) {
     println!("| metric | value |");
     println!("|---|---|");
     println!("| occupancy IoU | {:.3} |", e.occupancy_iou);
+    println!(
+        "| true free floor: unknown / occupied in ours; ours free elsewhere | {:.3} / {:.3}; {:.3} |",
+        e.free_missed_unknown, e.free_missed_occupied, e.free_extra
+    );
     println!("| room MCC | {:.3} |", e.room_mcc);
     println!(
         "| room F1 ({} predicted, {} true, {} matched) | {:.3} |",
@@ -135,6 +165,19 @@ pub fn evaluate_map(
     groundtruth: Option<&Path>,
     topdown: Option<&Path>,
 ) -> Result<MapEvaluation> {
+    evaluate_map_with_diff(map_dir, scene_json, groundtruth, topdown, None)
+}
+
+/// [`evaluate_map`], also filling `diff` (when given) with one colour per top-down pixel, row-major: white
+/// where both are free, blue where the true free floor is unknown in ours, red where ours calls it
+/// occupied, green where ours is free and the truth is not, black elsewhere.
+pub fn evaluate_map_with_diff(
+    map_dir: &Path,
+    scene_json: &Path,
+    groundtruth: Option<&Path>,
+    topdown: Option<&Path>,
+    mut diff: Option<&mut Vec<[u8; 3]>>,
+) -> Result<MapEvaluation> {
     let map = SemanticMap::load(map_dir)?;
     let scene = Scene::load(scene_json).with_context(|| format!("reading {}", scene_json.display()))?;
     let scene_dir = scene_json.parent().unwrap_or(Path::new("."));
@@ -170,6 +213,7 @@ pub fn evaluate_map(
     let mut evaluation = MapEvaluation::default();
     // Per truth pixel: truth free, ours free, true room, our room.
     let (mut inter, mut union) = (0usize, 0usize);
+    let (mut truth_free_total, mut missed_unknown, mut missed_occupied, mut extra) = (0usize, 0, 0, 0);
     let mut pairs_of_labels: Vec<(usize, usize)> = Vec::new();
     let mut ours_by_room: BTreeMap<usize, usize> = BTreeMap::new();
     let mut truth_by_room: BTreeMap<usize, usize> = BTreeMap::new();
@@ -181,7 +225,21 @@ pub fn evaluate_map(
             let world = mapping.world_from_pixel([f64::from(u) + 0.5, f64::from(v) + 0.5]);
             let [mx, my] = map_from_scene(world, floor_scene_z);
             let cell = grid.cell_from_world(mx, my).map(|(c, r)| grid.index(c, r));
-            let ours_free = cell.is_some_and(|i| map.occupancy.cells[i] == CellState::Free);
+            let ours = cell.map_or(CellState::Unknown, |i| map.occupancy.cells[i]);
+            let ours_free = ours == CellState::Free;
+            truth_free_total += usize::from(truth_free);
+            missed_unknown += usize::from(truth_free && ours == CellState::Unknown);
+            missed_occupied += usize::from(truth_free && ours == CellState::Occupied);
+            extra += usize::from(!truth_free && ours_free);
+            if let Some(diff) = diff.as_deref_mut() {
+                diff.push(match (truth_free, ours) {
+                    (true, CellState::Free) => [255, 255, 255],
+                    (true, CellState::Unknown) => [40, 90, 255],
+                    (true, CellState::Occupied) => [255, 40, 40],
+                    (false, CellState::Free) => [40, 200, 40],
+                    (false, _) => [0, 0, 0],
+                });
+            }
             inter += usize::from(truth_free && ours_free);
             union += usize::from(truth_free || ours_free);
             let true_room =
@@ -201,6 +259,10 @@ pub fn evaluate_map(
         }
     }
     evaluation.occupancy_iou = if union == 0 { 0.0 } else { inter as f64 / union as f64 };
+    let of_truth = |n: usize| if truth_free_total == 0 { 0.0 } else { n as f64 / truth_free_total as f64 };
+    evaluation.free_missed_unknown = of_truth(missed_unknown);
+    evaluation.free_missed_occupied = of_truth(missed_occupied);
+    evaluation.free_extra = of_truth(extra);
     evaluation.room_mcc = pair_counting_mcc(&overlap);
     // Matched rooms: greedy by IoU (pixels), one-to-one, IoU ≥ 0.5.
     let mut candidates: Vec<(f64, usize, usize)> = overlap

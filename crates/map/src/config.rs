@@ -18,7 +18,9 @@ pub struct MapConfig {
     /// Integrate every `frame_stride`-th frame only (default 1). Object observations are still taken from
     /// the frames that are integrated.
     pub frame_stride: usize,
-    /// Depth readings farther than this are ignored, metres (default 5.0: depth noise grows with z²).
+    /// Depth readings farther than this are ignored, metres (default 8.0, a structured-light sensor's
+    /// range: depth noise grows with z², but far readings mostly add floor seen through doorways and walls
+    /// above door height, and the surface test below averages their noise out of obstacle boundaries).
     pub max_range_m: f64,
     /// Depth readings nearer than this are ignored, metres (default 0.2).
     pub min_range_m: f64,
@@ -37,9 +39,19 @@ pub struct MapConfig {
     pub default_ceiling_height_m: f64,
     /// A cell is occupied when seen as obstacle in at least this many frames (default 2)...
     pub min_obstacle_frames: u32,
-    /// ...and in at least this fraction of the frames that saw it free (default 0.25).
+    /// ...and in at least this fraction of the frames that saw it free (default 0.25)...
     pub obstacle_free_ratio: f64,
-    /// Rooms smaller than this are not rooms (their cells join a neighbour), square metres (default 1.5).
+    /// ...and behind the fused obstacle surface: obstacle points are fused into a truncated signed distance
+    /// along their rays (3D voxels of `resolution_m` over the obstacle band), and a cell is occupied only
+    /// where one of its voxels has a negative mean distance. The mean over many noisy readings puts a wall's
+    /// face within a voxel where single readings scatter by centimetres (depth noise grows with z²).
+    /// Distances are truncated at this, metres (default 0.1; 0 turns the surface test off). Larger
+    /// values tolerate more noise and fatten objects seen from above by up to this much beyond their far
+    /// edges.
+    pub surface_truncation_m: f64,
+    /// Rooms smaller than this are not rooms (their cells join a neighbour), square metres (default 1.0:
+    /// counted on the room's seed, free floor away from walls and passages, so a room seen only through
+    /// its door still counts).
     pub min_room_area_m2: f64,
     /// Structure is grown by this much before rooms are split along it, metres (default 0.1).
     pub structure_dilation_m: f64,
@@ -63,7 +75,7 @@ impl Default for MapConfig {
             resolution_m: 0.05,
             pixel_stride: 4,
             frame_stride: 1,
-            max_range_m: 5.0,
+            max_range_m: 8.0,
             min_range_m: 0.2,
             floor_tolerance_m: 0.05,
             obstacle_min_height_m: 0.1,
@@ -73,7 +85,8 @@ impl Default for MapConfig {
             default_ceiling_height_m: 2.5,
             min_obstacle_frames: 2,
             obstacle_free_ratio: 0.25,
-            min_room_area_m2: 1.5,
+            surface_truncation_m: 0.1,
+            min_room_area_m2: 1.0,
             structure_dilation_m: 0.1,
             passage_clearance_m: 0.2,
             max_door_width_m: 1.4,
@@ -107,6 +120,9 @@ impl MapConfig {
             && self.default_ceiling_height_m > self.structure_min_height_m)
         {
             return bad("structure band: need 0 < structure_min_height_m < default_ceiling_height_m".into());
+        }
+        if !(self.surface_truncation_m >= 0.0 && self.surface_truncation_m <= 1.0) {
+            return bad(format!("surface_truncation_m {} must be in [0, 1] m", self.surface_truncation_m));
         }
         if self.min_obstacle_frames == 0 || !(self.obstacle_free_ratio >= 0.0) {
             return bad("min_obstacle_frames must be ≥ 1 and obstacle_free_ratio ≥ 0".into());

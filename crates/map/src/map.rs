@@ -15,8 +15,9 @@ use crate::occupancy::{CellState, OccupancyAccumulator, OccupancyGrid, sample_de
 use crate::rooms::{Door, Room, RoomGraph, room_at, room_graph, segment_rooms};
 use crate::{MapConfig, MapError};
 
-/// Version of `map.json`.
-pub const MAP_FORMAT_VERSION: u32 = 2;
+/// Version of `map.json`, raised whenever what a map holds changes, so that cached maps of an older build
+/// are rebuilt (3: occupancy with the surface test and 8 m range; 2: object candidates).
+pub const MAP_FORMAT_VERSION: u32 = 3;
 /// Landmarks seen fewer times are not reported.
 const MIN_LANDMARK_OBSERVATIONS: u32 = 2;
 /// Objects farther than this from every room cell are in no room, metres.

@@ -5,6 +5,13 @@
 //! the heights of points well below the camera (a walking camera looking slightly down sees mostly floor
 //! there). The ceiling is the strongest mode of points well above the camera, when seen. Each frame counts
 //! at most once per cell and kind (floor, obstacle, free ray, structure), so counts are frames.
+//!
+//! Obstacle counts alone put a wall's face where its noisiest readings fall: axial depth noise grows with
+//! z² (3 cm at 4 m for a Kinect-class sensor), so cells in front of every wall collected a few obstacle
+//! readings and were lost to the room (7.5 % of the free floor of generated houses). Obstacle readings are
+//! therefore also fused, as in TSDF fusion (Curless and Levoy 1996), into truncated signed distances along
+//! their rays in voxels over the obstacle band; the mean over many readings puts the surface within a voxel,
+//! and a cell is occupied only where a voxel lies behind it ([`MapConfig::surface_truncation_m`]).
 
 use nalgebra::Point3;
 use rayon::prelude::*;
@@ -29,6 +36,14 @@ const MIN_CEILING_VOTES: u64 = 2000;
 const CEILING_MODE_FRACTION: f64 = 0.3;
 /// Extra room added around the grid when it grows, metres.
 const GROW_MARGIN_M: f64 = 2.0;
+/// Surface voxels are this many grid cells tall: the 2D decision needs the surface's position across the
+/// floor, not its height, so coarser layers halve the memory.
+const SURFACE_LAYER_CELLS: f64 = 2.0;
+/// Every this-many-th obstacle reading of a frame is fused into the surface field: neighbouring readings
+/// see nearly the same surface, and the mean over the frames averages the noise anyway; halves the cost.
+const SURFACE_POINT_STRIDE: usize = 2;
+/// Fewest readings for a surface voxel's mean distance to count.
+const MIN_SURFACE_READINGS: f32 = 2.0;
 
 /// What is known about a cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +116,43 @@ pub struct OccupancyAccumulator {
     frames: u32,
     floor_votes: Vec<u64>,
     ceiling_votes: Vec<u64>,
+    surface: SurfaceField,
+}
+
+/// The obstacle band as truncated signed distances: per cell, `layers` voxels from
+/// `obstacle_min_height_m` above the floor up to `structure_min_height_m`, each the running mean of the
+/// distances along the rays of the obstacle readings near it (positive in front of the reading, negative
+/// behind) and its reading count. Empty when the surface test is off.
+#[derive(Clone, Debug, Default)]
+struct SurfaceField {
+    layers: usize,
+    layer_height_m: f64,
+    /// `[mean distance, readings]` per voxel, cell-major (`cell * layers + layer`).
+    voxels: Vec<[f32; 2]>,
+}
+
+impl SurfaceField {
+    fn new(config: &MapConfig) -> Self {
+        if config.surface_truncation_m <= 0.0 {
+            return Self::default();
+        }
+        let layer_height_m = SURFACE_LAYER_CELLS * config.resolution_m;
+        let band = (config.structure_min_height_m - config.obstacle_min_height_m).max(layer_height_m);
+        Self { layers: (band / layer_height_m).ceil() as usize, layer_height_m, voxels: Vec::new() }
+    }
+
+    /// Whether the cell's lowest voxel lies in front of a fused surface: rays passed through it, just
+    /// above the floor, to readings beyond it.
+    fn seen_empty_above_floor(&self, cell: usize) -> bool {
+        self.voxels.get(cell * self.layers).is_some_and(|[d, n]| *n >= MIN_SURFACE_READINGS && *d > 0.0)
+    }
+
+    /// Whether any voxel of the cell lies behind a fused surface.
+    fn behind_surface(&self, cell: usize) -> bool {
+        self.voxels
+            .get(cell * self.layers..(cell + 1) * self.layers)
+            .is_some_and(|column| column.iter().any(|[d, n]| *n >= MIN_SURFACE_READINGS && *d < 0.0))
+    }
 }
 
 /// A depth sample in the map frame, classified.
@@ -129,6 +181,7 @@ impl OccupancyAccumulator {
             frames: 0,
             floor_votes: vec![0; bins],
             ceiling_votes: vec![0; bins],
+            surface: SurfaceField::new(config),
         }
     }
 
@@ -217,14 +270,21 @@ impl OccupancyAccumulator {
             GridFrame { origin_x_m: origin_x, origin_y_m: origin_y, resolution_m: res, width, height };
         let mut counts = vec![CellCounts::default(); new_frame.len()];
         let mut stamps = vec![[0u32; 4]; new_frame.len()];
+        let layers = self.surface.layers;
+        let mut voxels = vec![[0.0f32; 2]; new_frame.len() * layers];
         for row in 0..f.height {
             for col in 0..f.width {
                 let old = f.index(col, row);
                 let new = new_frame.index(col + shift_x as u32, row + shift_y as u32);
                 counts[new] = self.counts[old];
                 stamps[new] = self.stamps[old];
+                if layers > 0 {
+                    voxels[new * layers..(new + 1) * layers]
+                        .copy_from_slice(&self.surface.voxels[old * layers..(old + 1) * layers]);
+                }
             }
         }
+        self.surface.voxels = voxels;
         tracing::debug!(width, height, "occupancy grid grown");
         self.frame = new_frame;
         self.counts = counts;
@@ -309,6 +369,7 @@ impl OccupancyAccumulator {
         let frame = self.frame;
         let Some(cam_cell) = frame.cell_from_world(cam.x, cam.y) else { return };
         let mut floor_cells = Vec::new();
+        let mut obstacle_points = Vec::new();
         let mut kinds = [0usize; 4];
         for p in &points {
             let Some((col, row)) = frame.cell_from_world(p[0], p[1]) else { continue };
@@ -325,7 +386,10 @@ impl OccupancyAccumulator {
                     self.count(index, 0);
                     floor_cells.push((col, row));
                 }
-                Kind::Obstacle => self.count(index, 1),
+                Kind::Obstacle => {
+                    self.count(index, 1);
+                    obstacle_points.push(*p);
+                }
                 Kind::Structure => self.count(index, 3),
                 Kind::Other => {}
             }
@@ -341,6 +405,7 @@ impl OccupancyAccumulator {
             ?kinds,
             "classified depth samples (floor, obstacle, structure, other)"
         );
+        self.fuse_surface(&obstacle_points, [cam.x, cam.y, cam.z], floor);
         // Free space: the floor is visible along the ray from the camera to every floor point.
         floor_cells.sort_unstable();
         floor_cells.dedup();
@@ -359,6 +424,54 @@ impl OccupancyAccumulator {
         }
     }
 
+    /// Fuses obstacle readings into the surface field: along each reading's ray, the voxels within the
+    /// truncation distance of it take the signed distance from their centre to it along the ray (positive
+    /// on the camera's side).
+    fn fuse_surface(&mut self, points: &[[f64; 3]], camera: [f64; 3], floor_z_m: f64) {
+        let layers = self.surface.layers;
+        if layers == 0 {
+            return;
+        }
+        let truncation = self.config.surface_truncation_m;
+        // One sample per cell along the ray: a diagonal ray may skip a corner voxel, which other rays fill.
+        let step = self.frame.resolution_m.min(self.surface.layer_height_m);
+        let band_bottom = floor_z_m + self.config.obstacle_min_height_m;
+        let frame = self.frame;
+        for p in points.iter().step_by(SURFACE_POINT_STRIDE) {
+            let ray = [p[0] - camera[0], p[1] - camera[1], p[2] - camera[2]];
+            let range = (ray[0] * ray[0] + ray[1] * ray[1] + ray[2] * ray[2]).sqrt();
+            if range <= truncation {
+                continue;
+            }
+            let unit = [ray[0] / range, ray[1] / range, ray[2] / range];
+            let mut last = usize::MAX;
+            let steps = (2.0 * truncation / step).floor() as usize;
+            for s in 0..=steps {
+                let t = range - truncation + s as f64 * step;
+                let q = [camera[0] + unit[0] * t, camera[1] + unit[1] * t, camera[2] + unit[2] * t];
+                let layer = ((q[2] - band_bottom) / self.surface.layer_height_m).floor();
+                if !(0.0..layers as f64).contains(&layer) {
+                    continue;
+                }
+                let Some((col, row)) = frame.cell_from_world(q[0], q[1]) else { continue };
+                let voxel = frame.index(col, row) * layers + layer as usize;
+                if voxel == last {
+                    continue;
+                }
+                last = voxel;
+                // The voxel centre's distance along the ray (projective signed distance), not the sample's:
+                // the first sample in a voxel is its nearest to the camera and would bias it positive.
+                let [x, y] = frame.world_from_cell(col, row);
+                let z = band_bottom + (layer + 0.5) * self.surface.layer_height_m;
+                let along = (x - camera[0]) * unit[0] + (y - camera[1]) * unit[1] + (z - camera[2]) * unit[2];
+                let distance = (range - along).clamp(-truncation, truncation) as f32;
+                let [mean, readings] = &mut self.surface.voxels[voxel];
+                *readings += 1.0;
+                *mean += (distance - *mean) / *readings;
+            }
+        }
+    }
+
     /// The grid as it stands.
     pub fn finish(&self) -> OccupancyGrid {
         let Some(floor) = self.floor_z_m() else {
@@ -366,16 +479,19 @@ impl OccupancyAccumulator {
         };
         let ceiling = self.ceiling_z_m().unwrap_or(floor + self.config.default_ceiling_height_m);
         let c = &self.config;
+        let surface_test = self.surface.layers > 0;
         let cells = self
             .counts
             .iter()
-            .map(|k| {
+            .enumerate()
+            .map(|(i, k)| {
                 let seen_free = u32::from(k.free) + u32::from(k.floor);
                 if u32::from(k.obstacle) >= c.min_obstacle_frames
                     && f64::from(k.obstacle) >= c.obstacle_free_ratio * f64::from(seen_free)
+                    && (!surface_test || self.surface.behind_surface(i))
                 {
                     CellState::Occupied
-                } else if k.floor > 0 || k.free >= 2 {
+                } else if k.floor > 0 || k.free >= 2 || self.surface.seen_empty_above_floor(i) {
                     CellState::Free
                 } else {
                     CellState::Unknown
@@ -468,6 +584,84 @@ pub(crate) fn map_point(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testworld::{Aabb, BoxWorld};
+    use nalgebra::Vector3;
+
+    /// One room whose wall faces sit off the cells' edges: x ∈ [0.02, 3.97], y ∈ [0.03, 2.96].
+    fn room() -> BoxWorld {
+        let (t, top) = (0.12, 2.6);
+        BoxWorld {
+            floor_z: 0.0,
+            ceiling_z: top,
+            boxes: vec![
+                Aabb { min: [0.02 - t, -t, 0.0], max: [0.02, 3.0 + t, top] },
+                Aabb { min: [3.97, -t, 0.0], max: [3.97 + t, 3.0 + t, top] },
+                Aabb { min: [-t, 0.03 - t, 0.0], max: [4.0 + t, 0.03, top] },
+                Aabb { min: [-t, 2.96, 0.0], max: [4.0 + t, 2.96 + t, top] },
+            ],
+        }
+    }
+
+    /// Axial noise of standard deviation `sigma_m` (a sum of uniform draws from a fixed linear congruential
+    /// sequence: deterministic, near-Gaussian).
+    fn add_noise(depth: &mut DepthImage, sigma_m: f32, state: &mut u64) {
+        let mut uniform = || {
+            *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (*state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        for d in depth.data_mut() {
+            let n: f32 = (0..4).map(|_| uniform()).sum::<f32>() - 2.0;
+            // The sum of four uniforms has variance 1/3.
+            *d += sigma_m * n * 3f32.sqrt();
+        }
+    }
+
+    /// Of 1 cm samples within 0.15 m of a wall face (both sides), the fraction the grid gets wrong: free
+    /// outside the room, or not free inside it.
+    fn boundary_error(config: &MapConfig) -> f64 {
+        let world = room();
+        let camera = PinholeCamera::from_horizontal_fov(160, 128, 90.0).unwrap();
+        let mut accumulator = OccupancyAccumulator::new(config);
+        let mut state = 7u64;
+        for (x, y) in [(1.0, 1.0), (3.0, 1.0), (1.0, 2.0), (3.0, 2.0), (2.0, 1.5)] {
+            for k in 0..24 {
+                let yaw = f64::from(k) * 15f64.to_radians();
+                let pose =
+                    Pose3::world_from_camera_yaw_pitch(Vector3::new(x, y, 1.4), yaw, -20f64.to_radians());
+                let mut depth = world.render(&camera, &pose);
+                add_noise(&mut depth, 0.03, &mut state);
+                accumulator.integrate(&camera, &depth, &pose);
+            }
+        }
+        let grid = accumulator.finish();
+        let (mut wrong, mut total) = (0usize, 0usize);
+        for i in -20..420 {
+            for j in -20..320 {
+                let (x, y) = (f64::from(i) * 0.01 + 0.005, f64::from(j) * 0.01 + 0.005);
+                let to_face = [(x - 0.02).abs(), (x - 3.97).abs(), (y - 0.03).abs(), (y - 2.96).abs()];
+                if to_face.iter().copied().fold(f64::INFINITY, f64::min) > 0.15 {
+                    continue;
+                }
+                let inside = x > 0.02 && x < 3.97 && y > 0.03 && y < 2.96;
+                let free = grid.state_at(x, y) == CellState::Free;
+                total += 1;
+                wrong += usize::from(free != inside);
+            }
+        }
+        wrong as f64 / total as f64
+    }
+
+    /// Regression: single noisy readings put a wall's face a cell in front of where it is, so the band of
+    /// floor along every wall was lost (7.5 % of the free floor of generated houses).
+    #[test]
+    fn the_surface_test_keeps_noisy_wall_faces_within_half_a_cell() {
+        let with = boundary_error(&MapConfig::default());
+        let without = boundary_error(&MapConfig { surface_truncation_m: 0.0, ..MapConfig::default() });
+        // 0.15 m on each side of a face, one 5 cm cell split by it: a quarter cell wrong on average is
+        // 1.25 cm of 30 cm, about 4 %.
+        assert!(with < 0.08, "with the surface test {with:.3}");
+        assert!(with < 0.6 * without, "with {with:.3}, without {without:.3}");
+    }
 
     #[test]
     fn bresenham_visits_a_connected_line() {
