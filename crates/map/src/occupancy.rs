@@ -147,11 +147,13 @@ impl SurfaceField {
         self.voxels.get(cell * self.layers).is_some_and(|[d, n]| *n >= MIN_SURFACE_READINGS && *d > 0.0)
     }
 
-    /// Whether any voxel of the cell lies behind a fused surface.
-    fn behind_surface(&self, cell: usize) -> bool {
-        self.voxels
-            .get(cell * self.layers..(cell + 1) * self.layers)
-            .is_some_and(|column| column.iter().any(|[d, n]| *n >= MIN_SURFACE_READINGS && *d < 0.0))
+    /// Whether any voxel of the cell lies behind a fused surface; `None` when none of its voxels has enough
+    /// readings to tell (sparse data: the obstacle counts decide alone there).
+    fn behind_surface(&self, cell: usize) -> Option<bool> {
+        let column = self.voxels.get(cell * self.layers..(cell + 1) * self.layers)?;
+        let mut known = column.iter().filter(|[_, n]| *n >= MIN_SURFACE_READINGS).peekable();
+        known.peek()?;
+        Some(known.any(|[d, _]| *d < 0.0))
     }
 }
 
@@ -488,7 +490,7 @@ impl OccupancyAccumulator {
                 let seen_free = u32::from(k.free) + u32::from(k.floor);
                 if u32::from(k.obstacle) >= c.min_obstacle_frames
                     && f64::from(k.obstacle) >= c.obstacle_free_ratio * f64::from(seen_free)
-                    && (!surface_test || self.surface.behind_surface(i))
+                    && (!surface_test || self.surface.behind_surface(i) != Some(false))
                 {
                     CellState::Occupied
                 } else if k.floor > 0 || k.free >= 2 || self.surface.seen_empty_above_floor(i) {
