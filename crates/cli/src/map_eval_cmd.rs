@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use nalgebra::{Point3, Vector3};
 use serde::{Deserialize, Serialize};
 
+use gst_core::RgbImage;
 use gst_io::read_trajectory_tum;
 use gst_map::{CellState, SemanticMap, register};
 use gst_sim::scene::Scene;
@@ -81,20 +82,14 @@ pub struct MapEvaluation {
 }
 
 pub fn run(args: &MapEvalArgs) -> Result<()> {
-    let mut diff = args.diff_png.as_ref().map(|_| Vec::new());
-    let evaluation = evaluate_map_with_diff(
+    let (evaluation, diff) = evaluate_map_with_diff(
         &args.map,
         &args.scene,
         args.groundtruth.as_deref(),
         args.topdown.as_deref(),
-        diff.as_mut(),
+        args.diff_png.is_some(),
     )?;
-    if let (Some(path), Some(pixels)) = (&args.diff_png, diff) {
-        let topdown = gst_io::read_gray(
-            &args.topdown.clone().or_else(|| default_topdown(&args.scene)).context("no top-down path")?,
-        )?;
-        let image = gst_core::RgbImage::from_vec(topdown.width(), topdown.height(), pixels)
-            .context("difference image size")?;
+    if let (Some(path), Some(image)) = (&args.diff_png, diff) {
         gst_io::write_rgb_png(path, &image)?;
     }
     #[allow(clippy::print_stdout)] // the command's report
@@ -165,19 +160,19 @@ pub fn evaluate_map(
     groundtruth: Option<&Path>,
     topdown: Option<&Path>,
 ) -> Result<MapEvaluation> {
-    evaluate_map_with_diff(map_dir, scene_json, groundtruth, topdown, None)
+    Ok(evaluate_map_with_diff(map_dir, scene_json, groundtruth, topdown, false)?.0)
 }
 
-/// [`evaluate_map`], also filling `diff` (when given) with one colour per top-down pixel, row-major: white
-/// where both are free, blue where the true free floor is unknown in ours, red where ours calls it
-/// occupied, green where ours is free and the truth is not, black elsewhere.
+/// [`evaluate_map`], and with `want_diff` an image of the top-down's size: white where both are free, blue
+/// where the true free floor is unknown in ours, red where ours calls it occupied, green where ours is free
+/// and the truth is not, black elsewhere.
 pub fn evaluate_map_with_diff(
     map_dir: &Path,
     scene_json: &Path,
     groundtruth: Option<&Path>,
     topdown: Option<&Path>,
-    mut diff: Option<&mut Vec<[u8; 3]>>,
-) -> Result<MapEvaluation> {
+    want_diff: bool,
+) -> Result<(MapEvaluation, Option<RgbImage>)> {
     let map = SemanticMap::load(map_dir)?;
     let scene = Scene::load(scene_json).with_context(|| format!("reading {}", scene_json.display()))?;
     let scene_dir = scene_json.parent().unwrap_or(Path::new("."));
@@ -214,6 +209,7 @@ pub fn evaluate_map_with_diff(
     // Per truth pixel: truth free, ours free, true room, our room.
     let (mut inter, mut union) = (0usize, 0usize);
     let (mut truth_free_total, mut missed_unknown, mut missed_occupied, mut extra) = (0usize, 0, 0, 0);
+    let mut diff = want_diff.then(|| RgbImage::filled(w, h, [0, 0, 0]));
     let mut pairs_of_labels: Vec<(usize, usize)> = Vec::new();
     let mut ours_by_room: BTreeMap<usize, usize> = BTreeMap::new();
     let mut truth_by_room: BTreeMap<usize, usize> = BTreeMap::new();
@@ -231,14 +227,14 @@ pub fn evaluate_map_with_diff(
             missed_unknown += usize::from(truth_free && ours == CellState::Unknown);
             missed_occupied += usize::from(truth_free && ours == CellState::Occupied);
             extra += usize::from(!truth_free && ours_free);
-            if let Some(diff) = diff.as_deref_mut() {
-                diff.push(match (truth_free, ours) {
+            if let Some(pixel) = diff.as_mut().and_then(|d| d.get_mut(u, v)) {
+                *pixel = match (truth_free, ours) {
                     (true, CellState::Free) => [255, 255, 255],
                     (true, CellState::Unknown) => [40, 90, 255],
                     (true, CellState::Occupied) => [255, 40, 40],
                     (false, CellState::Free) => [40, 200, 40],
                     (false, _) => [0, 0, 0],
-                });
+                };
             }
             inter += usize::from(truth_free && ours_free);
             union += usize::from(truth_free || ours_free);
@@ -360,7 +356,7 @@ pub fn evaluate_map_with_diff(
                 px_errors[(px_errors.len() * 95 / 100).min(px_errors.len() - 1)];
         }
     }
-    Ok(evaluation)
+    Ok((evaluation, diff))
 }
 
 fn median(sorted: &[f64]) -> f64 {

@@ -42,7 +42,7 @@ pub struct MapConfig {
     /// ...and in at least this fraction of the frames that saw it free (default 0.25)...
     pub obstacle_free_ratio: f64,
     /// ...and behind the fused obstacle surface: obstacle points are fused into a truncated signed distance
-    /// along their rays (3D voxels of `resolution_m` over the obstacle band), and a cell is occupied only
+    /// along their rays (voxels `resolution_m` across and twice that tall over the obstacle band), and a cell is occupied only
     /// where one of its voxels has a negative mean distance. The mean over many noisy readings puts a wall's
     /// face within a voxel where single readings scatter by centimetres (depth noise grows with z²).
     /// Distances are truncated at this, metres (default 0.1; 0 turns the surface test off). Larger

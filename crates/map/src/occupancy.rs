@@ -390,7 +390,9 @@ impl OccupancyAccumulator {
                 }
                 Kind::Obstacle => {
                     self.count(index, 1);
-                    obstacle_points.push(*p);
+                    if self.surface.layers > 0 {
+                        obstacle_points.push(*p);
+                    }
                 }
                 Kind::Structure => self.count(index, 3),
                 Kind::Other => {}
