@@ -13,6 +13,7 @@
 //! Nothing here reads ground truth.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -73,15 +74,81 @@ pub struct ObjectCandidate {
     pub features: Vec<f64>,
 }
 
+/// A multiply-rotate hash of the voxel keys (the one rustc uses for its own tables): every depth sample of
+/// every frame looks its voxel up, and the standard library's SipHash made that lookup most of the
+/// candidates' time. Deterministic: the same frames give the same table order.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        // The product's low bits depend only on the words' low bits, and the table indexes by its low
+        // bits: fold the high bits down (the last step of MurmurHash3's finaliser).
+        let h = self.0 ^ (self.0 >> 33);
+        h.wrapping_mul(0xff51_afd7_ed55_8ccd) ^ (h >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, word: u32) {
+        self.write_u64(u64::from(word));
+    }
+
+    fn write_i32(&mut self, word: i32) {
+        self.write_u32(word as u32);
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+}
+
+/// Voxels per chunk side (a power of two): 4 x 4 x 4 voxels, 20 cm, 2.5 KB.
+const CHUNK_SIDE: i32 = 4;
+const CHUNK_VOXELS: usize = (CHUNK_SIDE * CHUNK_SIDE * CHUNK_SIDE) as usize;
+
+/// A block of [`CHUNK_SIDE`]³ voxels, x fastest.
+#[derive(Clone, Debug)]
+struct Chunk([Voxel; CHUNK_VOXELS]);
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Self([Voxel::default(); CHUNK_VOXELS])
+    }
+}
+
+/// A voxel's chunk and its index in it.
+fn chunk_of(key: [i32; 3]) -> ([i32; 3], usize) {
+    let local = key.map(|k| k.rem_euclid(CHUNK_SIDE) as usize);
+    let side = CHUNK_SIDE as usize;
+    (key.map(|k| k.div_euclid(CHUNK_SIDE)), local[0] + side * (local[1] + side * local[2]))
+}
+
 /// Accumulates the voxel votes.
 #[derive(Clone, Debug, Default)]
 pub struct CandidateAccumulator {
-    voxels: HashMap<[i32; 3], Voxel>,
+    /// Voxels in chunks: a frame's samples touch a few hundred chunks, each a small contiguous block, where
+    /// one table entry per voxel scattered ~10k lookups a frame over megabytes.
+    chunks: HashMap<[i32; 3], Box<Chunk>, BuildHasherDefault<KeyHasher>>,
     frames: u32,
 }
 
 fn voxel_key(p: [f64; 3]) -> [i32; 3] {
-    p.map(|v| (v / CANDIDATE_VOXEL_M).floor() as i32)
+    p.map(|v| {
+        // `floor` without the libm call (every depth sample of every frame comes here); the same value,
+        // saturating and NaN to 0 alike.
+        let q = v / CANDIDATE_VOXEL_M;
+        let t = q as i32;
+        if f64::from(t) > q { t.saturating_sub(1) } else { t }
+    })
 }
 
 fn voxel_centre(key: [i32; 3]) -> [f64; 3] {
@@ -93,7 +160,7 @@ impl CandidateAccumulator {
         Self::default()
     }
 
-    /// Votes one frame's depth samples (shared with the occupancy grid, [`sample_depth`]) with the colour of
+    /// Votes one frame's depth samples (shared with the occupancy grid, [`crate::occupancy::SampleRays::sample`]) with the colour of
     /// their pixels into voxels; `floor_z_m` is the floor estimate of the moment (samples far outside the
     /// band above it are skipped, as are depths beyond 5 m). `rgb` must be the depth's size.
     pub(crate) fn integrate(&mut self, samples: &[DepthSample], rgb: &RgbImage, floor_z_m: f64) {
@@ -104,19 +171,59 @@ impl CandidateAccumulator {
         let kept = samples.iter().filter(|s| {
             s.depth_m > MIN_RANGE_M && s.depth_m < MAX_RANGE_M && (band.0..=band.1).contains(&s.point[2])
         });
+        // Neighbouring samples of a row mostly share a voxel and a chunk: sum each run of samples in one
+        // voxel, then look each run of those in one chunk up once.
+        let mut runs: Vec<([i32; 3], [u64; 3], u32)> = Vec::new();
         for s in kept {
             let Some(&colour) = colours.get(s.pixel) else { continue };
             let key = voxel_key(s.point);
-            let voxel = self.voxels.entry(key).or_default();
-            if voxel.last_frame != stamp {
-                voxel.last_frame = stamp;
-                voxel.frames += 1;
+            match runs.last_mut() {
+                Some((k, rgb, samples)) if *k == key => {
+                    for (sum, c) in rgb.iter_mut().zip(colour) {
+                        *sum += u64::from(c);
+                    }
+                    *samples += 1;
+                }
+                _ => runs.push((key, colour.map(u64::from), 1)),
             }
-            for (sum, c) in voxel.rgb_sum.iter_mut().zip(colour) {
-                *sum += u64::from(c);
-            }
-            voxel.samples += 1;
         }
+        let mut start = 0;
+        while start < runs.len() {
+            let (chunk_key, _) = chunk_of(runs[start].0);
+            let end = start + runs[start..].iter().take_while(|r| chunk_of(r.0).0 == chunk_key).count();
+            let chunk = self.chunks.entry(chunk_key).or_default();
+            for &(key, rgb, samples) in &runs[start..end] {
+                let voxel = &mut chunk.0[chunk_of(key).1];
+                if voxel.last_frame != stamp {
+                    voxel.last_frame = stamp;
+                    voxel.frames += 1;
+                }
+                for (sum, c) in voxel.rgb_sum.iter_mut().zip(rgb) {
+                    *sum += c;
+                }
+                voxel.samples += samples;
+            }
+            start = end;
+        }
+    }
+
+    /// The voxel of a key, created empty if new.
+    #[cfg(test)]
+    fn voxel_mut(&mut self, key: [i32; 3]) -> &mut Voxel {
+        let (chunk, index) = chunk_of(key);
+        &mut self.chunks.entry(chunk).or_default().0[index]
+    }
+
+    /// Every voxel with samples, with its key.
+    fn voxels(&self) -> impl Iterator<Item = ([i32; 3], &Voxel)> {
+        self.chunks.iter().flat_map(|(chunk_key, chunk)| {
+            let side = CHUNK_SIDE as usize;
+            chunk.0.iter().enumerate().filter(|(_, v)| v.samples > 0).map(move |(i, v)| {
+                let local = [i % side, (i / side) % side, i / (side * side)];
+                let key = [0, 1, 2].map(|a| chunk_key[a] * CHUNK_SIDE + local[a] as i32);
+                (key, v)
+            })
+        })
     }
 
     /// The candidates, given the finished occupancy grid (its floor and wall cells).
@@ -132,11 +239,9 @@ impl CandidateAccumulator {
         );
         // Columns with a wall rising to the ceiling, and every column within reach of one.
         let ceiling_columns: HashSet<[i32; 2]> = self
-            .voxels
-            .iter()
+            .voxels()
             .filter(|(key, voxel)| {
-                voxel.frames >= MIN_VOXEL_FRAMES
-                    && (wall_top.0..=wall_top.1).contains(&voxel_centre(**key)[2])
+                voxel.frames >= MIN_VOXEL_FRAMES && (wall_top.0..=wall_top.1).contains(&voxel_centre(*key)[2])
             })
             .map(|(key, _)| [key[0], key[1]])
             .collect();
@@ -169,15 +274,15 @@ impl CandidateAccumulator {
         // tall furniture (clustered on its own, so that objects never merge with walls through it).
         let (mut kept, mut tall): (BTreeMap<[i32; 3], Voxel>, BTreeMap<[i32; 3], Voxel>) =
             (BTreeMap::new(), BTreeMap::new());
-        for (key, voxel) in &self.voxels {
-            let [x, y, z] = voxel_centre(*key);
+        for (key, voxel) in self.voxels() {
+            let [x, y, z] = voxel_centre(key);
             if voxel.frames < MIN_VOXEL_FRAMES || !(MIN_HEIGHT_M..=MAX_HEIGHT_M).contains(&(z - floor)) {
                 continue;
             }
             if !near_structure(x, y) {
-                kept.insert(*key, *voxel);
+                kept.insert(key, *voxel);
             } else if !near_ceiling_column.contains(&[key[0], key[1]]) {
-                tall.insert(*key, *voxel);
+                tall.insert(key, *voxel);
             }
         }
         let mut candidates = Vec::new();
@@ -318,7 +423,7 @@ mod tests {
                 while y <= max[1] {
                     let mut z = min[2];
                     while z <= max[2] {
-                        let v = acc.voxels.entry(voxel_key([x, y, z])).or_default();
+                        let v = acc.voxel_mut(voxel_key([x, y, z]));
                         if v.last_frame != stamp {
                             v.last_frame = stamp;
                             v.frames += 1;
@@ -331,6 +436,53 @@ mod tests {
                 }
                 x += 0.05;
             }
+        }
+    }
+
+    #[test]
+    fn chunked_voxels_keep_every_key_and_vote_as_one_table_would() {
+        // Samples on both sides of zero (negative keys), in runs and scattered, two frames.
+        let rgb =
+            RgbImage::from_vec(8, 8, (0..64u32).map(|i| [i as u8, (2 * i) as u8, 255 - i as u8]).collect())
+                .expect("an 8x8 image");
+        let points: Vec<[f64; 3]> = (0..64)
+            .map(|i| {
+                let i = f64::from(i);
+                [-0.31 + 0.013 * i, 0.4 - 0.021 * (i % 7.0), 0.2 + 0.05 * (i % 3.0)]
+            })
+            .collect();
+        let samples: Vec<DepthSample> = points
+            .iter()
+            .enumerate()
+            .map(|(pixel, &point)| DepthSample { pixel, depth_m: 2.0, point })
+            .collect();
+        let mut acc = CandidateAccumulator::new();
+        let mut expected: BTreeMap<[i32; 3], (u32, [u64; 3], u32)> = BTreeMap::new();
+        for frame in 1..=2u32 {
+            let order: Vec<DepthSample> =
+                if frame == 1 { samples.clone() } else { samples.iter().rev().copied().collect() };
+            acc.integrate(&order, &rgb, 0.0);
+            let mut seen = HashSet::new();
+            for s in &order {
+                let e = expected.entry(voxel_key(s.point)).or_default();
+                if seen.insert(voxel_key(s.point)) {
+                    e.0 += 1;
+                }
+                for (sum, c) in e.1.iter_mut().zip(rgb.data()[s.pixel]) {
+                    *sum += u64::from(c);
+                }
+                e.2 += 1;
+            }
+        }
+        let got: BTreeMap<[i32; 3], (u32, [u64; 3], u32)> =
+            acc.voxels().map(|(k, v)| (k, (v.frames, v.rgb_sum, v.samples))).collect();
+        assert!(expected.keys().any(|k| k[0] < 0) && expected.keys().any(|k| k[0] > 0));
+        assert_eq!(got, expected);
+        for key in [[-1, -1, -1], [-4, 3, 0], [-5, -8, 7], [0, 0, 0], [3, 4, -9]] {
+            let (chunk, index) = chunk_of(key);
+            let side = CHUNK_SIDE as usize;
+            let local = [index % side, (index / side) % side, index / (side * side)];
+            assert_eq!([0, 1, 2].map(|a| chunk[a] * CHUNK_SIDE + local[a] as i32), key);
         }
     }
 

@@ -36,7 +36,7 @@ pub use grid::GridFrame;
 /// Moved to gst-core (SLAM's relocaliser needs it too); re-exported where the map's users find it.
 pub use gst_core::gravity_alignment;
 pub use map::{
-    MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, TrajectorySample, map_sequence,
+    MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, StageSeconds, TrajectorySample, map_sequence,
     poses_per_frame,
 };
 pub use objects::{ObjectLandmark, ObjectMap, Observation, Region, YawBox};

@@ -11,7 +11,7 @@ use gst_core::{DepthImage, PinholeCamera, Pose3, RgbImage};
 use crate::candidates::{CandidateAccumulator, ObjectCandidate};
 use crate::grid::GridFrame;
 use crate::objects::{ObjectLandmark, ObjectMap, Observation};
-use crate::occupancy::{CellState, OccupancyAccumulator, OccupancyGrid, sample_depth};
+use crate::occupancy::{CellState, OccupancyAccumulator, OccupancyGrid, SampleRays};
 use crate::rooms::{Door, Room, RoomGraph, room_at, room_graph, segment_rooms};
 use crate::{MapConfig, MapError};
 
@@ -128,8 +128,22 @@ pub struct MapStats {
     pub frames_without_depth: usize,
     /// Time in `add_frame` (occupancy and objects), seconds.
     pub integrate_seconds: f64,
+    /// Where `integrate_seconds` went: back-projecting the depth samples, the occupancy grid, the object
+    /// candidates' colour voxels and the perception's object landmarks, seconds.
+    #[serde(default)]
+    pub stages: StageSeconds,
     /// Time in `finish` (rooms, landmarks), seconds.
     pub finish_seconds: f64,
+}
+
+/// Time per stage of [`MapBuilder::add_frame`], seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSeconds {
+    pub sampling: f64,
+    pub occupancy: f64,
+    pub candidates: f64,
+    pub objects: f64,
 }
 
 impl MapStats {
@@ -171,6 +185,8 @@ pub struct SemanticMap {
 pub struct MapBuilder {
     config: MapConfig,
     camera: PinholeCamera,
+    /// The camera's rays at the sampled pixels.
+    rays: SampleRays,
     map_from_world: Pose3,
     occupancy: OccupancyAccumulator,
     objects: ObjectMap,
@@ -189,6 +205,7 @@ impl MapBuilder {
             occupancy: OccupancyAccumulator::new(&config),
             objects: ObjectMap::new(&config),
             candidates: CandidateAccumulator::new(),
+            rays: SampleRays::new(&camera, config.pixel_stride as usize),
             config,
             camera,
             map_from_world,
@@ -228,19 +245,24 @@ impl MapBuilder {
                     )));
                 }
                 if frame.index.is_multiple_of(self.config.frame_stride) {
-                    let samples = sample_depth(
-                        &self.camera,
-                        depth,
-                        &map_from_camera,
-                        self.config.pixel_stride as usize,
-                    );
+                    let mut lap = Instant::now();
+                    let mut stage = |seconds: &mut f64| {
+                        let now = Instant::now();
+                        *seconds += (now - lap).as_secs_f64();
+                        lap = now;
+                    };
+                    let stages = &mut self.stats.stages;
+                    let samples = self.rays.sample(depth, &map_from_camera);
+                    stage(&mut stages.sampling);
                     self.occupancy.integrate_samples(&samples, &map_from_camera);
+                    stage(&mut stages.occupancy);
                     // Colour of another size than the depth is ignored (the candidates need both).
                     if let (Some(rgb), Some(floor)) = (frame.rgb, self.occupancy.floor_z_m())
                         && (rgb.width(), rgb.height()) == (depth.width(), depth.height())
                     {
                         self.candidates.integrate(&samples, rgb, floor);
                     }
+                    stage(&mut stages.candidates);
                     self.objects.add_frame(
                         frame.index,
                         &self.camera,
@@ -248,6 +270,7 @@ impl MapBuilder {
                         &map_from_camera,
                         frame.observations,
                     );
+                    stage(&mut stages.objects);
                     self.stats.integrated_frames += 1;
                 }
             }

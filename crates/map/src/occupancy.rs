@@ -14,7 +14,6 @@
 //! and a cell is occupied only where a voxel lies behind it ([`MapConfig::surface_truncation_m`]).
 
 use nalgebra::Point3;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use gst_core::{DepthImage, PinholeCamera, Pose3};
@@ -314,12 +313,22 @@ impl OccupancyAccumulator {
         if depth.width() == 0 || depth.height() == 0 {
             return;
         }
-        let samples = sample_depth(camera, depth, map_from_camera, self.config.pixel_stride as usize);
-        self.integrate_samples(&samples, map_from_camera);
+        if (depth.width(), depth.height()) != (camera.width, camera.height) {
+            tracing::warn!(
+                "depth is {}x{} but the camera is {}x{}: frame skipped",
+                depth.width(),
+                depth.height(),
+                camera.width,
+                camera.height
+            );
+            return;
+        }
+        let rays = SampleRays::new(camera, self.config.pixel_stride as usize);
+        self.integrate_samples(&rays.sample(depth, map_from_camera), map_from_camera);
     }
 
-    /// Integrates one frame's depth samples ([`sample_depth`] at the configured pixel stride); those outside
-    /// the configured depth range are skipped.
+    /// Integrates one frame's depth samples ([`SampleRays::sample`] at the configured pixel stride); those
+    /// outside the configured depth range are skipped.
     pub(crate) fn integrate_samples(&mut self, samples: &[DepthSample], map_from_camera: &Pose3) {
         let (min_r, max_r) = (self.config.min_range_m, self.config.max_range_m);
         let points: Vec<[f64; 3]> =
@@ -410,21 +419,12 @@ impl OccupancyAccumulator {
             "classified depth samples (floor, obstacle, structure, other)"
         );
         self.fuse_surface(&obstacle_points, [cam.x, cam.y, cam.z], floor);
-        // Free space: the floor is visible along the ray from the camera to every floor point.
+        // Free space: the floor is visible along the ray from the camera to every floor point. One thread:
+        // a frame's rays take a fraction of a millisecond, less than handing them to a pool cost.
         floor_cells.sort_unstable();
         floor_cells.dedup();
-        let rays: Vec<Vec<usize>> = floor_cells
-            .par_chunks(256)
-            .map(|chunk| {
-                let mut out = Vec::new();
-                for &(col, row) in chunk {
-                    trace_line(cam_cell, (col, row), |c, r| out.push(frame.index(c, r)));
-                }
-                out
-            })
-            .collect();
-        for index in rays.into_iter().flatten() {
-            self.count(index, 2);
+        for &end in &floor_cells {
+            trace_line(cam_cell, end, |c, r| self.count(frame.index(c, r), 2));
         }
     }
 
@@ -453,12 +453,14 @@ impl OccupancyAccumulator {
             for s in 0..=steps {
                 let t = range - truncation + s as f64 * step;
                 let q = [camera[0] + unit[0] * t, camera[1] + unit[1] * t, camera[2] + unit[2] * t];
-                let layer = ((q[2] - band_bottom) / self.surface.layer_height_m).floor();
+                let layer = (q[2] - band_bottom) / self.surface.layer_height_m;
                 if !(0.0..layers as f64).contains(&layer) {
                     continue;
                 }
+                // Non-negative: truncating floors it.
+                let layer = layer as usize;
                 let Some((col, row)) = frame.cell_from_world(q[0], q[1]) else { continue };
-                let voxel = frame.index(col, row) * layers + layer as usize;
+                let voxel = frame.index(col, row) * layers + layer;
                 if voxel == last {
                     continue;
                 }
@@ -466,7 +468,7 @@ impl OccupancyAccumulator {
                 // The voxel centre's distance along the ray (projective signed distance), not the sample's:
                 // the first sample in a voxel is its nearest to the camera and would bias it positive.
                 let [x, y] = frame.world_from_cell(col, row);
-                let z = band_bottom + (layer + 0.5) * self.surface.layer_height_m;
+                let z = band_bottom + (layer as f64 + 0.5) * self.surface.layer_height_m;
                 let along = (x - camera[0]) * unit[0] + (y - camera[1]) * unit[1] + (z - camera[2]) * unit[2];
                 let distance = (range - along).clamp(-truncation, truncation) as f32;
                 let [mean, readings] = &mut self.surface.voxels[voxel];
@@ -538,36 +540,62 @@ pub(crate) struct DepthSample {
     pub point: [f64; 3],
 }
 
-/// Every `stride`-th pixel (in both directions) with a finite, positive depth, back-projected into the map
-/// frame in parallel: the one pass over a frame's depth that occupancy and object candidates share.
-pub(crate) fn sample_depth(
-    camera: &PinholeCamera,
-    depth: &DepthImage,
-    map_from_camera: &Pose3,
-    stride: usize,
-) -> Vec<DepthSample> {
-    let stride = stride.max(1);
-    let (w, h) = (depth.width() as usize, depth.height() as usize);
-    if w == 0 || h == 0 || depth.data().len() != w * h {
-        return Vec::new();
+/// The rays of the pixels a frame is sampled at (every `stride`-th pixel in both directions), computed once
+/// per camera: back-projecting a sample is then a scale and a rigid transform (no undistortion per pixel).
+#[derive(Clone, Debug)]
+pub(crate) struct SampleRays {
+    width: u32,
+    height: u32,
+    /// Per sampled pixel: its row-major index and its ray's x and y at z = 1 in the camera frame.
+    rays: Vec<(usize, [f64; 2])>,
+}
+
+impl SampleRays {
+    pub(crate) fn new(camera: &PinholeCamera, stride: usize) -> Self {
+        let stride = stride.max(1);
+        let (w, h) = (camera.width as usize, camera.height as usize);
+        let rays = (0..h)
+            .step_by(stride)
+            .flat_map(|v| (0..w).step_by(stride).map(move |u| (u, v)))
+            .map(|(u, v)| {
+                let ray = camera.ray(&nalgebra::Point2::new(u as f64, v as f64));
+                (v * w + u, [ray.x, ray.y])
+            })
+            .collect();
+        Self { width: camera.width, height: camera.height, rays }
     }
-    let data = depth.data();
-    (0..h.div_ceil(stride))
-        .into_par_iter()
-        .flat_map_iter(|ri| {
-            let v = ri * stride;
-            (0..w.div_ceil(stride)).filter_map(move |ci| {
-                let u = ci * stride;
-                let d = f64::from(data[v * w + u]);
+
+    /// Every sampled pixel with a finite, positive depth, back-projected into the map frame: the one pass
+    /// over a frame's depth that occupancy and object candidates share. Empty when the depth is not the
+    /// camera's size.
+    pub(crate) fn sample(&self, depth: &DepthImage, map_from_camera: &Pose3) -> Vec<DepthSample> {
+        let data = depth.data();
+        if (depth.width(), depth.height()) != (self.width, self.height) || data.len() != self.pixels() {
+            return Vec::new();
+        }
+        let r = map_from_camera.rotation_matrix();
+        let t = map_from_camera.translation();
+        self.rays
+            .iter()
+            .filter_map(|&(pixel, [x, y])| {
+                let d = f64::from(data[pixel]);
                 if !(d.is_finite() && d > 0.0) {
                     return None;
                 }
-                let p = camera.unproject(&nalgebra::Point2::new(u as f64, v as f64), d);
-                let q = map_from_camera.transform_point(&p);
-                Some(DepthSample { pixel: v * w + u, depth_m: d, point: [q.x, q.y, q.z] })
+                let (px, py) = (x * d, y * d);
+                let point = [
+                    r[(0, 0)] * px + r[(0, 1)] * py + r[(0, 2)] * d + t.x,
+                    r[(1, 0)] * px + r[(1, 1)] * py + r[(1, 2)] * d + t.y,
+                    r[(2, 0)] * px + r[(2, 1)] * py + r[(2, 2)] * d + t.z,
+                ];
+                Some(DepthSample { pixel, depth_m: d, point })
             })
-        })
-        .collect()
+            .collect()
+    }
+
+    fn pixels(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
 }
 
 pub(crate) fn map_point(
@@ -665,6 +693,42 @@ mod tests {
         // 1.25 cm of 30 cm, about 4 %.
         assert!(with < 0.08, "with the surface test {with:.3}");
         assert!(with < 0.6 * without, "with {with:.3}, without {without:.3}");
+    }
+
+    #[test]
+    fn sampled_rays_back_project_as_the_camera_does() {
+        let mut camera = PinholeCamera::gst_benchmark();
+        camera.distortion = gst_core::Distortion { k1: -0.2, k2: 0.05, p1: 0.001, p2: -0.002, k3: 0.0 };
+        let pose = Pose3::world_from_camera_yaw_pitch(Vector3::new(1.5, -2.0, 1.4), 0.7, -0.2);
+        let (w, h) = (camera.width, camera.height);
+        let depths: Vec<f32> = (0..w * h)
+            .map(|i| {
+                if i % 97 == 0 {
+                    f32::NAN
+                } else if i % 89 == 0 {
+                    0.0
+                } else {
+                    0.5 + (i % 500) as f32 * 0.01
+                }
+            })
+            .collect();
+        let depth = DepthImage::from_vec(w, h, depths).expect("a depth image");
+        let samples = SampleRays::new(&camera, 3).sample(&depth, &pose);
+        let mut expected = 0;
+        for v in (0..h).step_by(3) {
+            for u in (0..w).step_by(3) {
+                expected += usize::from(map_point(&camera, &depth, &pose, u, v).is_some());
+            }
+        }
+        assert_eq!(samples.len(), expected);
+        for s in samples.iter().step_by(37) {
+            let (u, v) = ((s.pixel % w as usize) as u32, (s.pixel / w as usize) as u32);
+            let q = map_point(&camera, &depth, &pose, u, v).expect("a valid pixel");
+            assert!((q - Point3::from(s.point)).norm() < 1e-9, "pixel ({u}, {v})");
+            assert_eq!(s.depth_m, f64::from(*depth.get(u, v).expect("in the image")));
+        }
+        let small = DepthImage::from_vec(4, 4, vec![1.0; 16]).expect("a depth image");
+        assert!(SampleRays::new(&camera, 3).sample(&small, &pose).is_empty());
     }
 
     #[test]
