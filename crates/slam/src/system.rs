@@ -52,8 +52,13 @@ pub struct SlamConfig {
     pub min_tracked: usize,
     /// Refine every pose by point-to-plane ICP against the reference keyframe's depth.
     pub icp: bool,
-    /// ICP subsampling step, pixels.
+    /// ICP subsampling step of the frame's points (and of the depth every keyframe keeps), pixels.
     pub icp_step: u32,
+    /// Sampling step of the reference keyframe's depth model that frames are aligned to, pixels. Finer
+    /// than `icp_step`: the nearest-cell association and the normals are then finer than the points
+    /// (on noisy depth the model's resolution bounds the precision), while only the newest keyframe's
+    /// model is held at this density. Default 2.
+    pub icp_model_step: u32,
     /// New keyframe after this much motion (metres) or rotation (degrees) from the reference keyframe...
     pub keyframe_distance_m: f64,
     pub keyframe_angle_deg: f64,
@@ -78,6 +83,7 @@ impl Default for SlamConfig {
             min_tracked: 30,
             icp: true,
             icp_step: 4,
+            icp_model_step: 2,
             keyframe_distance_m: 0.3,
             keyframe_angle_deg: 15.0,
             keyframe_max_frames: 20,
@@ -98,8 +104,8 @@ impl SlamConfig {
         if self.min_tracked < 6 {
             return bad("min_tracked must be at least 6");
         }
-        if self.icp_step == 0 {
-            return bad("icp_step must be positive");
+        if self.icp_step == 0 || self.icp_model_step == 0 {
+            return bad("icp_step and icp_model_step must be positive");
         }
         if !(self.keyframe_distance_m > 0.0 && self.keyframe_angle_deg > 0.0) || self.keyframe_max_frames == 0
         {
@@ -215,6 +221,9 @@ pub struct PreparedFrame {
     pub features: Features,
     /// `None` when the frame has no depth.
     pub grid: Option<DepthGrid>,
+    /// The depth at [`SlamConfig::icp_model_step`], when that differs from `icp_step`: the reference model
+    /// if the frame becomes a keyframe.
+    pub model_grid: Option<DepthGrid>,
     /// Grey-level thumbnail with depth, kept by keyframes for relocalisation's photometric check.
     pub thumbnail: Thumbnail,
     /// The recording's ground truth, passed through for evaluation (tracking never reads it).
@@ -229,6 +238,7 @@ pub struct FrontEnd {
     orb: OrbExtractor,
     camera: PinholeCamera,
     icp_step: u32,
+    icp_model_step: u32,
     range: (f32, f32),
 }
 
@@ -238,6 +248,7 @@ impl FrontEnd {
             orb: OrbExtractor::new(&config.orb)?,
             camera: *camera,
             icp_step: config.icp_step,
+            icp_model_step: config.icp_model_step,
             range: (config.orb.min_depth_m, config.orb.max_depth_m),
         })
     }
@@ -260,12 +271,18 @@ impl FrontEnd {
         }
         let features = self.orb.extract(&frame.rgb, frame.depth.as_ref())?;
         let grid = frame.depth.as_ref().map(|d| DepthGrid::new(&self.camera, d, self.icp_step, self.range));
+        let model_grid = (self.icp_model_step != self.icp_step)
+            .then(|| {
+                frame.depth.as_ref().map(|d| DepthGrid::new(&self.camera, d, self.icp_model_step, self.range))
+            })
+            .flatten();
         let thumbnail = Thumbnail::new(&self.camera, &frame.rgb, frame.depth.as_ref(), self.range);
         Ok(PreparedFrame {
             index: frame.index,
             timestamp_s: frame.timestamp_s,
             features,
             grid,
+            model_grid,
             thumbnail,
             ground_truth: frame.ground_truth,
             seconds: started.elapsed().as_secs_f64(),
@@ -396,7 +413,7 @@ impl Slam {
         let lost =
             FrameResult { state: TrackingState::Lost, world_from_camera: None, keyframe: false, inliers: 0 };
         self.stats.seconds_orb += prepared.seconds;
-        let PreparedFrame { index, timestamp_s, features, grid, thumbnail, .. } = prepared;
+        let PreparedFrame { index, timestamp_s, features, grid, model_grid, thumbnail, .. } = prepared;
         let Some(grid) = grid else {
             tracing::debug!("frame {index}: no depth");
             self.mark_lost();
@@ -411,7 +428,7 @@ impl Slam {
                 return Ok(FrameResult { state: TrackingState::Initializing, ..lost });
             }
             let pose = Isometry3::identity();
-            self.insert_keyframe(frame, grid, thumbnail, features, &[], pose)?;
+            self.insert_keyframe(frame, grid, model_grid.as_ref(), thumbnail, features, &[], pose)?;
             self.record(timestamp_s, pose);
             self.last = Some(pose);
             return Ok(FrameResult {
@@ -503,7 +520,15 @@ impl Slam {
         let inliers = matches.len();
         if new_keyframe {
             let clock = std::time::Instant::now();
-            self.insert_keyframe(frame, grid, thumbnail, features, &matches, world_from_camera)?;
+            self.insert_keyframe(
+                frame,
+                grid,
+                model_grid.as_ref(),
+                thumbnail,
+                features,
+                &matches,
+                world_from_camera,
+            )?;
             self.stats.seconds_keyframes += clock.elapsed().as_secs_f64();
         }
         self.record(timestamp_s, self.last.unwrap_or(world_from_camera));
@@ -718,10 +743,12 @@ impl Slam {
         Some(reference.world_from_camera * estimate)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn insert_keyframe(
         &mut self,
         frame: FrameId,
         grid: DepthGrid,
+        model_grid: Option<&DepthGrid>,
         thumbnail: Thumbnail,
         features: Features,
         matches: &[(u32, u32)],
@@ -802,7 +829,7 @@ impl Slam {
             grid,
             thumbnail,
         });
-        self.reference = self.keyframes.last().map(|k| (id, DepthModel::new(&k.grid)));
+        self.reference = self.keyframes.last().map(|k| (id, DepthModel::new(model_grid.unwrap_or(&k.grid))));
         self.frames_since_keyframe = 0;
         self.stats.keyframes = self.keyframes.len();
         self.stats.map_points = self.points.len();
