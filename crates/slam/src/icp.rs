@@ -153,8 +153,8 @@ impl Normal {
         for a in 0..6 {
             let wa = weight * j[a];
             self.g[a] += wa * r;
-            for b in a..6 {
-                self.h[k] += wa * j[b];
+            for jb in &j[a..] {
+                self.h[k] += wa * jb;
                 k += 1;
             }
         }
