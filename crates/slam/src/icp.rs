@@ -314,18 +314,31 @@ mod tests {
         Image::from_vec(camera.width, camera.height, data).expect("size")
     }
 
-    #[test]
-    fn aligns_two_views_of_a_room() {
+    /// The room seen from a fixed pose (the model, sampled every `model_step` pixels) and from that pose
+    /// moved by `offset` and turned by `euler` (the frame's points, every `points_step` pixels), and the
+    /// true model_from_frame.
+    fn two_views(
+        offset: [f64; 3],
+        euler: [f64; 3],
+        model_step: u32,
+        points_step: u32,
+    ) -> (DepthModel, Vec<Point3<f32>>, Isometry3<f64>) {
         let camera = PinholeCamera::gst_benchmark();
         let look = UnitQuaternion::from_euler_angles(-std::f64::consts::FRAC_PI_2, 0.0, 0.0);
         let a = Isometry3::from_parts(Translation3::new(0.0, 0.0, 1.2), look);
         let b = Isometry3::from_parts(
-            Translation3::new(0.08, 0.05, 1.25),
-            UnitQuaternion::from_euler_angles(0.02, 0.0, 0.06) * look,
+            Translation3::new(offset[0], offset[1], 1.2 + offset[2]),
+            UnitQuaternion::from_euler_angles(euler[0], euler[1], euler[2]) * look,
         );
-        let model = DepthModel::new(&DepthGrid::new(&camera, &room_depth(&camera, &a), 4, (0.1, 10.0)));
-        let points = DepthGrid::new(&camera, &room_depth(&camera, &b), 4, (0.1, 10.0)).points();
-        let truth = a.inverse() * b;
+        let model =
+            DepthModel::new(&DepthGrid::new(&camera, &room_depth(&camera, &a), model_step, (0.1, 10.0)));
+        let points = DepthGrid::new(&camera, &room_depth(&camera, &b), points_step, (0.1, 10.0)).points();
+        (model, points, a.inverse() * b)
+    }
+
+    #[test]
+    fn aligns_two_views_of_a_room() {
+        let (model, points, truth) = two_views([0.08, 0.05, 0.05], [0.02, 0.0, 0.06], 4, 4);
         let mut estimate = Isometry3::identity();
         let result = align(&model, &points, &mut estimate, 0.2, 20).expect("converges");
         let error = (estimate.inverse() * truth).translation.vector.norm();
@@ -334,17 +347,8 @@ mod tests {
 
     #[test]
     fn aligns_points_to_a_finer_model_and_stays_put_at_the_truth() {
-        let camera = PinholeCamera::gst_benchmark();
-        let look = UnitQuaternion::from_euler_angles(-std::f64::consts::FRAC_PI_2, 0.0, 0.0);
-        let a = Isometry3::from_parts(Translation3::new(0.0, 0.0, 1.2), look);
-        let b = Isometry3::from_parts(
-            Translation3::new(-0.05, 0.07, 1.18),
-            UnitQuaternion::from_euler_angles(-0.01, 0.03, -0.04) * look,
-        );
         // The model at a 2-pixel step, the frame's points at 4 (as `icp_model_step` and `icp_step`).
-        let model = DepthModel::new(&DepthGrid::new(&camera, &room_depth(&camera, &a), 2, (0.1, 10.0)));
-        let points = DepthGrid::new(&camera, &room_depth(&camera, &b), 4, (0.1, 10.0)).points();
-        let truth = a.inverse() * b;
+        let (model, points, truth) = two_views([-0.05, 0.07, -0.02], [-0.01, 0.03, -0.04], 2, 4);
         let mut estimate = Isometry3::identity();
         let result = align(&model, &points, &mut estimate, 0.2, 20).expect("converges");
         let error = (estimate.inverse() * truth).translation.vector.norm();
