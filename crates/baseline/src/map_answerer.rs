@@ -43,6 +43,7 @@ use gst_slam::thumbnail::Thumbnail;
 
 use crate::drawings::TrajectoryDrawing;
 use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
+use crate::scene_layout::{LAYOUT_HYPOTHESES, SceneLayout};
 use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
 use crate::{AnswerContext, Answerer, BaselineError, Grounding, Reply};
 
@@ -68,6 +69,9 @@ pub struct MapAnswererConfig {
     /// Object classes for the map's candidates (trained on GST-Train, `gst train-objects`): the target of a
     /// semantic question under marked perception is the candidate most likely of the named class.
     pub classifier: Option<Arc<gst_map::ObjectClassifier>>,
+    /// Pose hypotheses from layout place recognition given to the relocaliser per current view
+    /// ([`crate::scene_layout`]); 0 turns it off.
+    pub layout_hypotheses: usize,
 }
 
 impl Default for MapAnswererConfig {
@@ -79,6 +83,7 @@ impl Default for MapAnswererConfig {
             map: MapConfig::default(),
             trajectory_frames: 12,
             classifier: None,
+            layout_hypotheses: LAYOUT_HYPOTHESES,
         }
     }
 }
@@ -96,6 +101,25 @@ struct SceneMemory {
     targets: Memo<Option<[f64; 3]>>,
     /// Located current views (several questions share one view), with their fallback reasons.
     views: Memo<(Pose3, Option<String>)>,
+    /// Layout place recognition (built on first use; `None` when the map or the keyframes allow none).
+    layout: std::sync::OnceLock<Option<SceneLayout>>,
+}
+
+impl SceneMemory {
+    /// Up to `count` pose hypotheses for a current view from layout place recognition (none when it is
+    /// unavailable).
+    fn layout_hypotheses(&self, view: &RgbImage, count: usize) -> Vec<Pose3> {
+        if count == 0 {
+            return Vec::new();
+        }
+        let layout = self.layout.get_or_init(|| {
+            SceneLayout::build(&self.map, &self.slam.map, self.slam.sequence_dir()).unwrap_or_else(|error| {
+                tracing::warn!("{error}: no layout place recognition");
+                None
+            })
+        });
+        layout.as_ref().map(|l| l.hypotheses(view, count)).unwrap_or_default()
+    }
 }
 
 /// Results per file (a view, a marked video, a top-down image) that several questions share, each computed
@@ -145,6 +169,12 @@ fn lock<T>(mutex: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>, BaselineErr
 impl MapAnswerer {
     pub fn new(config: MapAnswererConfig) -> Self {
         MapAnswerer { config, scenes: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// The same answerer with `count` layout hypotheses per current view (0: none).
+    pub fn with_layout_hypotheses(mut self, count: usize) -> Self {
+        self.config.layout_hypotheses = count;
+        self
     }
 
     fn scene(
@@ -215,6 +245,7 @@ impl MapAnswerer {
             registrations: Memo::new(),
             targets: Memo::new(),
             views: Memo::new(),
+            layout: std::sync::OnceLock::new(),
         })
     }
 
@@ -353,7 +384,9 @@ impl MapAnswerer {
         memory.views.get_or_try(&path, || {
             let view = gst_io::read_rgb(&path)?;
             let mut relocalizer = memory.slam.relocalizer()?;
-            let outcome = relocalizer.relocalize_outcome(&view)?;
+            let outcome = relocalizer.relocalize_outcome_with(&view, || {
+                memory.layout_hypotheses(&view, self.config.layout_hypotheses)
+            })?;
             let located = match (outcome.accepted, outcome.best_rejected) {
                 (Some(found), _) => (found.world_from_camera, None),
                 (None, Some(rejected)) => (

@@ -135,6 +135,11 @@ impl SceneSlam {
         Ok(Relocalizer::with_lookup(&self.map, &self.config, lookup)?)
     }
 
+    /// The TUM export the map was built from.
+    pub fn sequence_dir(&self) -> &Path {
+        &self.sequence_dir
+    }
+
     /// Camera positions of the exploration, in order.
     pub fn path(&self) -> Vec<Pose3> {
         self.trajectory.poses().iter().map(|p| p.world_from_camera).collect()

@@ -50,6 +50,11 @@ pub struct RelocBenchArgs {
     /// adds both heading errors.
     #[arg(long)]
     pub maps: Option<PathBuf>,
+    /// With `--maps`: layout place recognition ([`gst_map::layout`]) adds pose hypotheses from each view's
+    /// floor boundary matched against the map's occupancy grid, as the map answerer does; the table adds
+    /// the rank of the first layout hypothesis within the bounds.
+    #[arg(long, requires = "maps")]
+    pub layout: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -84,6 +89,11 @@ pub struct ViewResult {
     pub answer_yaw_error_deg: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compass_yaw_error_deg: Option<f64>,
+    /// With `--layout`: layout hypotheses given, and the rank (1 = best) of the first within 0.3 m and 10°.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_hypotheses: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_rank: Option<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -153,11 +163,34 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             ),
             None => None,
         };
+        let layout = match (&semantic, args.layout) {
+            (Some(semantic), true) => {
+                let started = std::time::Instant::now();
+                let layout = gst_baseline::scene_layout::SceneLayout::build(semantic, &map, &sequence)?;
+                tracing::info!("{scene}: layout index in {:.2} s", started.elapsed().as_secs_f64());
+                layout
+            }
+            _ => None,
+        };
         for view in views {
             let image = gst_io::read_rgb(&args.data.join(&view.image))?;
             let started = std::time::Instant::now();
-            let outcome = relocalizer.relocalize_outcome(&image)?;
+            let mut hypotheses = Vec::new();
+            let outcome = relocalizer.relocalize_outcome_with(&image, || {
+                hypotheses = layout
+                    .as_ref()
+                    .map(|l| l.hypotheses(&image, gst_baseline::scene_layout::LAYOUT_HYPOTHESES))
+                    .unwrap_or_default();
+                hypotheses.clone()
+            })?;
             let seconds = started.elapsed().as_secs_f64();
+            // The rank diagnostics need the hypotheses of every view, also of those settled without them.
+            if args.layout && hypotheses.is_empty() {
+                hypotheses = layout
+                    .as_ref()
+                    .map(|l| l.hypotheses(&image, gst_baseline::scene_layout::LAYOUT_HYPOTHESES))
+                    .unwrap_or_default();
+            }
             let errors = |pose: &Pose3| {
                 let estimate = alignment.transform_pose(pose);
                 let truth = &view.world_from_camera;
@@ -219,6 +252,14 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 appearance_error,
                 answer_yaw_error_deg,
                 compass_yaw_error_deg,
+                layout_hypotheses: args.layout.then_some(hypotheses.len()),
+                layout_rank: hypotheses
+                    .iter()
+                    .position(|pose| {
+                        let (position, heading) = errors(pose);
+                        position < 0.3 && heading < 10.0
+                    })
+                    .map(|rank| rank + 1),
             };
             if let Some(found) = found {
                 let (position, heading) = errors(&found.world_from_camera);
@@ -378,6 +419,28 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 guesses.iter().filter(|(m, deg)| *m < 0.3 && *deg < 10.0).count(),
                 guesses.len(),
                 guesses.iter().filter(|(m, deg)| *m < 1.0 && *deg < 30.0).count()
+            );
+        }
+        if args.layout {
+            let ranks: Vec<Option<usize>> = report.results.iter().map(|r| r.layout_rank).collect();
+            let within = |k: usize| ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count();
+            let missed: Vec<Option<usize>> = report
+                .results
+                .iter()
+                .filter(|r| {
+                    !(r.position_error_m.is_some_and(|e| e < 0.3)
+                        && r.heading_error_deg.is_some_and(|e| e < 10.0))
+                })
+                .map(|r| r.layout_rank)
+                .collect();
+            println!(
+                "layout hypotheses: searched {} of {} views; a correct one at rank 1: {}, within 5: {}; of the {} views not placed, {} had one",
+                report.results.iter().filter(|r| r.layout_hypotheses.is_some_and(|n| n > 0)).count(),
+                report.views,
+                within(1),
+                within(5),
+                missed.len(),
+                missed.iter().filter(|r| r.is_some()).count()
             );
         }
         println!(

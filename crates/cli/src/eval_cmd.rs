@@ -76,6 +76,10 @@ pub struct EvalArgs {
     /// exists.
     #[arg(long)]
     pub objects_model: Option<PathBuf>,
+    /// Pose hypotheses from layout place recognition per current view of the map answerer (its floor
+    /// boundary matched against the occupancy grid; 0 turns it off).
+    #[arg(long, default_value_t = gst_baseline::scene_layout::LAYOUT_HYPOTHESES)]
+    pub layout_hypotheses: usize,
     /// Write a Rerun recording of every question with its images, the answer given and the true one.
     #[arg(long)]
     pub rrd: Option<PathBuf>,
@@ -95,9 +99,10 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             vlm = Some(Arc::clone(&model));
             Box::new(args.vlm.answerer(model)?)
         }
-        AnswererKind::Map => {
-            Box::new(map_answerer(args.poses, args.perception, args.objects_model.as_deref())?)
-        }
+        AnswererKind::Map => Box::new(
+            map_answerer(args.poses, args.perception, args.objects_model.as_deref())?
+                .with_layout_hypotheses(args.layout_hypotheses),
+        ),
     };
     let name = args.name.clone().unwrap_or_else(|| answerer.name());
     let outcome = evaluate(&args.bench, &args.out, answerer.as_ref(), &name)?;

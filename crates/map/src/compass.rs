@@ -308,6 +308,57 @@ pub fn read_compass(
     })
 }
 
+/// The pitch of `image`'s camera (radians, positive looking up; roll zero) from its vertical vanishing point
+/// alone: the pitch whose vertical vanishing point the edges agree with best, searched over the same range as
+/// [`read_compass`] (no map axes needed, and a one-dimensional search: a few milliseconds). `None` when the
+/// image has too few edges or no pitch stands out (best over median score below [`MIN_SUPPORT`]).
+pub fn read_pitch(camera: &PinholeCamera, image: &RgbImage) -> Option<f64> {
+    let edges = edge_pixels(image);
+    if edges.len() < MIN_EDGE_PIXELS {
+        return None;
+    }
+    let tolerance = AGREEMENT_DEG.to_radians().sin();
+    let score = |pitch: f64| {
+        // The vertical's vanishing point, K times the world's up axis in camera coordinates.
+        let rotation = Pose3::world_from_camera_yaw_pitch(Vector3::zeros(), 0.0, pitch).rotation_matrix();
+        let (yc, zc) = (rotation.column(1).z, rotation.column(2).z);
+        let (vx, vy, vw) = (camera.cx * zc, camera.fy * yc + camera.cy * zc, zc);
+        edges
+            .iter()
+            .map(|e| {
+                let (dx, dy) = (vx - vw * e.x, vy - vw * e.y);
+                let norm = dx.hypot(dy);
+                if norm < 1e-9 {
+                    0.0
+                } else {
+                    (1.0 - (dx * e.ty - dy * e.tx).abs() / norm / tolerance).max(0.0)
+                }
+            })
+            .sum::<f64>()
+    };
+    let steps = ((PITCH_RANGE_DEG[1] - PITCH_RANGE_DEG[0]) / COARSE_PITCH_STEP_DEG).round() as usize + 1;
+    let pitches: Vec<f64> =
+        (0..steps).map(|j| (PITCH_RANGE_DEG[0] + j as f64 * COARSE_PITCH_STEP_DEG).to_radians()).collect();
+    let scores: Vec<f64> = pitches.iter().map(|&p| score(p)).collect();
+    let (best, &best_score) = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let mut sorted = scores.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    if median > 0.0 && best_score / median < MIN_SUPPORT {
+        return None;
+    }
+    let half = (COARSE_PITCH_STEP_DEG / FINE_STEP_DEG).round() as i32;
+    let (mut pitch, mut top) = (pitches[best], best_score);
+    for j in -half..=half {
+        let p = pitches[best] + (f64::from(j) * FINE_STEP_DEG).to_radians();
+        let s = score(p);
+        if s > top {
+            (pitch, top) = (p, s);
+        }
+    }
+    Some(pitch)
+}
+
 /// Angle wrapped to (-π, π].
 fn wrap_pi(angle: f64) -> f64 {
     let tau = std::f64::consts::TAU;
@@ -425,6 +476,17 @@ mod tests {
         let image = render_room(&camera, 0.0, [0.0, 0.0], yaw, -0.1);
         let reading = read_compass(&camera, &image, 0.0, yaw + 60f64.to_radians()).expect("edges");
         assert!((angle_between(reading.yaw_rad, yaw).to_degrees() - 90.0).abs() < 0.5, "{reading:?}");
+    }
+
+    #[test]
+    fn reads_pitch_from_the_vertical_vanishing_point_alone() {
+        let camera = small_camera();
+        for pitch_deg in [-12.0f64, -4.0, 3.0] {
+            let image = render_room(&camera, 0.3, [0.5, -0.4], 2.0, pitch_deg.to_radians());
+            let pitch = read_pitch(&camera, &image).expect("a reading");
+            assert!((pitch.to_degrees() - pitch_deg).abs() < 0.5, "{} vs {pitch_deg}", pitch.to_degrees());
+        }
+        assert!(read_pitch(&camera, &RgbImage::filled(camera.width, camera.height, [90, 90, 90])).is_none());
     }
 
     #[test]

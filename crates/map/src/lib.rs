@@ -15,6 +15,7 @@ pub mod compass;
 pub mod config;
 pub mod error;
 pub mod grid;
+pub mod layout;
 pub mod map;
 pub mod objects;
 pub mod occupancy;
@@ -29,12 +30,16 @@ pub use candidates::{CANDIDATE_VOXEL_M, FEATURE_COUNT, ObjectCandidate};
 pub use classifier::{
     AnnotatedBox, ObjectClassifier, TrainingSample, label_candidates, read_annotation_boxes,
 };
-pub use compass::{CompassReading, ManhattanFrame, manhattan_yaw, read_compass, snap_heading};
+pub use compass::{CompassReading, ManhattanFrame, manhattan_yaw, read_compass, read_pitch, snap_heading};
 pub use config::MapConfig;
 pub use error::MapError;
 pub use grid::GridFrame;
 /// Moved to gst-core (SLAM's relocaliser needs it too); re-exported where the map's users find it.
 pub use gst_core::gravity_alignment;
+pub use layout::{
+    BoundaryKind, ColumnBoundary, FloorModel, FloorModelBuilder, LayoutConfig, LayoutHypothesis, LayoutIndex,
+    PixelFeatures, floor_boundary,
+};
 pub use map::{
     MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, StageSeconds, TrajectorySample, map_sequence,
     poses_per_frame,

@@ -239,6 +239,18 @@ impl<'a> Relocalizer<'a> {
     /// correlation among those covering enough of the image) beside the verified one: an unverified guess
     /// for callers that must answer anyway.
     pub fn relocalize_outcome(&mut self, image: &RgbImage) -> Result<RelocalizationOutcome, SlamError> {
+        self.relocalize_outcome_with(image, Vec::new)
+    }
+
+    /// Like [`Self::relocalize_outcome`], with pose hypotheses from elsewhere (`world_from_camera`, best
+    /// first; e.g. layout place recognition against an occupancy grid), asked for only when the feature
+    /// hypotheses have not settled the search: tried before render and compare, each refined
+    /// photometrically and by guided matching and verified like a render-and-compare hypothesis.
+    pub fn relocalize_outcome_with(
+        &mut self,
+        image: &RgbImage,
+        hypotheses: impl FnOnce() -> Vec<Pose3>,
+    ) -> Result<RelocalizationOutcome, SlamError> {
         let camera = &self.map.camera;
         if (image.width(), image.height()) != (camera.width, camera.height) {
             return Err(SlamError::InvalidInput(format!(
@@ -357,31 +369,41 @@ impl<'a> Relocalizer<'a> {
         // photometrically, then by guided ORB matching and verified as any other hypothesis. (Accepting
         // photometrically refined poses without matches was tried: on 6 current views all 4 such poses were
         // metres off.)
+        if !search.settled() {
+            for hypothesis in hypotheses() {
+                if search.settled() {
+                    break;
+                }
+                self.try_place(&features, &thumbnail, &hypothesis, &mut search);
+            }
+        }
         if let Some(places) = self.places.filter(|_| !search.settled()) {
             for hypothesis in places.hypotheses(image, PLACE_HYPOTHESES) {
-                let Some((refined, _)) = self.refine_photometric(&thumbnail, &hypothesis.world_from_camera)
-                else {
-                    continue;
-                };
-                // A place hypothesis is off by a few decimetres and degrees: match wide first, then tight.
-                let wide =
-                    self.refine_within(&features, refined.0.inverse(), u32::MAX, PLACE_MATCH_RADIUS_PX);
-                let tight =
-                    wide.and_then(|(w, _)| self.refine(&features, w.world_from_camera.0.inverse(), u32::MAX));
-                if let Some((found, _)) = tight {
-                    let judged = self.judge(&thumbnail, found);
-                    let accepted = judged.accepted;
-                    search.consider(judged);
-                    if accepted {
-                        continue;
-                    }
-                }
-                if let Some((found, _)) = self.refine_around(&features, &refined.0.inverse()) {
-                    search.consider(self.judge(&thumbnail, found));
-                }
+                self.try_place(&features, &thumbnail, &hypothesis.world_from_camera, &mut search);
             }
         }
         Ok(search.outcome())
+    }
+
+    /// A place hypothesis (off by a few decimetres and degrees) refined photometrically, then by guided
+    /// matching wide and tight, else from a grid of starts around it, and judged into `search`.
+    fn try_place(&self, features: &Features, thumbnail: &Thumbnail, start: &Pose3, search: &mut Search) {
+        let Some((refined, _)) = self.refine_photometric(thumbnail, start) else {
+            return;
+        };
+        let wide = self.refine_within(features, refined.0.inverse(), u32::MAX, PLACE_MATCH_RADIUS_PX);
+        let tight = wide.and_then(|(w, _)| self.refine(features, w.world_from_camera.0.inverse(), u32::MAX));
+        if let Some((found, _)) = tight {
+            let judged = self.judge(thumbnail, found);
+            let accepted = judged.accepted;
+            search.consider(judged);
+            if accepted {
+                return;
+            }
+        }
+        if let Some((found, _)) = self.refine_around(features, &refined.0.inverse()) {
+            search.consider(self.judge(thumbnail, found));
+        }
     }
 
     /// Poses from one match set (`kf`: the keyframe it was gathered around, `u32::MAX` for a window in space),
