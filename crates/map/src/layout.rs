@@ -56,7 +56,7 @@ const MAX_TRAINING_SAMPLES: usize = 60_000;
 /// Fewest training pixels of each class for a floor model.
 const MIN_CLASS_SAMPLES: usize = 200;
 /// Neighbours voting on a pixel.
-const NEIGHBOURS: usize = 15;
+const NEIGHBOURS: NonZeroUsize = NonZeroUsize::MIN.saturating_add(14);
 /// Weight of the image row (0 at the top, 1 at the bottom) among the features, in Lab units.
 const ROW_WEIGHT: f32 = 40.0;
 /// Box blur radii of the colour features, floor-model pixels.
@@ -303,8 +303,8 @@ impl FloorModel {
 
     /// Whether floor-model pixel `(u, v)` of `features` is floor (most of its nearest training pixels are).
     pub fn is_floor(&self, features: &PixelFeatures, u: usize, v: usize) -> bool {
-        let k = NonZeroUsize::new(NEIGHBOURS).expect("non-zero");
-        let near = self.tree.query(features.at(u, v)).nearest_n::<SquaredEuclidean<f32>>(k).execute();
+        let near =
+            self.tree.query(features.at(u, v)).nearest_n::<SquaredEuclidean<f32>>(NEIGHBOURS).execute();
         let floor = near.iter().filter(|n| self.labels[n.item as usize]).count();
         2 * floor > near.len()
     }
