@@ -699,6 +699,15 @@ mod tests {
         builder.finish().expect("both classes seen")
     }
 
+    /// The room, the camera, a floor model trained in it and its layout index over 32 columns.
+    fn searchable_room() -> (BoxWorld, PinholeCamera, FloorModel, LayoutIndex) {
+        let (world, camera) = (room(), camera());
+        let model = trained_model(&world, &camera);
+        let index =
+            LayoutIndex::build(&grid(&world), LayoutConfig { columns: 32, ..LayoutConfig::default() });
+        (world, camera, model, index)
+    }
+
     #[test]
     fn the_floor_model_learns_floor_pixels_from_depth() {
         let (world, camera) = (room(), camera());
@@ -723,10 +732,7 @@ mod tests {
 
     #[test]
     fn the_layout_search_finds_the_pose_of_a_view_from_its_floor_boundary() {
-        let (world, camera) = (room(), camera());
-        let model = trained_model(&world, &camera);
-        let config = LayoutConfig { columns: 32, ..LayoutConfig::default() };
-        let index = LayoutIndex::build(&grid(&world), config);
+        let (world, camera, model, index) = searchable_room();
         assert!(index.len() > 1000, "{} positions", index.len());
         // Views at heights and pitches between the searched ones.
         for truth in [pose(3.2, 1.5, 35.0, -7.0, 1.35), pose(5.9, 3.4, 215.0, -11.0, 1.5)] {
@@ -749,15 +755,12 @@ mod tests {
 
     #[test]
     fn a_view_of_a_near_wall_censors_its_columns_and_gives_no_search() {
-        let (world, camera) = (room(), camera());
-        let model = trained_model(&world, &camera);
+        let (world, camera, model, index) = searchable_room();
         // Facing the wall from 0.4 m: no floor in view.
         let truth = pose(6.6, 2.0, 0.0, -5.0, 1.4);
         let (rgb, _) = view(&world, &camera, &truth);
         let boundary = floor_boundary(&model, &PixelFeatures::new(&rgb), 32);
         assert!(boundary.iter().all(|b| b.kind == BoundaryKind::Nearer), "{boundary:?}");
-        let index =
-            LayoutIndex::build(&grid(&world), LayoutConfig { columns: 32, ..LayoutConfig::default() });
         assert!(index.hypotheses(&model, &camera, &rgb, 5).is_empty());
     }
 
