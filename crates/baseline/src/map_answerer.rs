@@ -43,7 +43,7 @@ use gst_slam::thumbnail::Thumbnail;
 
 use crate::drawings::TrajectoryDrawing;
 use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
-use crate::scene_layout::{LAYOUT_HYPOTHESES, SceneLayout};
+use crate::scene_layout::SceneLayout;
 use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
 use crate::{AnswerContext, Answerer, BaselineError, Grounding, Reply};
 
@@ -57,10 +57,23 @@ pub enum ObjectPerception {
     Marked,
 }
 
+/// Where the camera of a question's current view comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewPoses {
+    /// Relocalised from the image alone (RGB, no depth) against the SLAM map.
+    Relocalised,
+    /// ORACLE: the view's true pose from the generator's `scenes/<scene>/views.json` (needs
+    /// [`PoseSource::OracleGroundTruth`], whose map is in the same world). Makes the answerer an upper
+    /// bound of everything after localisation: the map, the target and the geometry of the answer.
+    OracleGroundTruth,
+}
+
 /// Settings of the map answerer.
 #[derive(Clone, Debug)]
 pub struct MapAnswererConfig {
     pub poses: PoseSource,
+    /// Cameras of current views: relocalised (default) or, ORACLE, their true poses.
+    pub views: ViewPoses,
     pub perception: ObjectPerception,
     pub slam: SlamConfig,
     pub map: MapConfig,
@@ -70,7 +83,8 @@ pub struct MapAnswererConfig {
     /// semantic question under marked perception is the candidate most likely of the named class.
     pub classifier: Option<Arc<gst_map::ObjectClassifier>>,
     /// Pose hypotheses from layout place recognition given to the relocaliser per current view
-    /// ([`crate::scene_layout`]); 0 turns it off.
+    /// ([`crate::scene_layout`], e.g. [`crate::scene_layout::LAYOUT_HYPOTHESES`]); 0 (the default) turns it
+    /// off.
     pub layout_hypotheses: usize,
 }
 
@@ -78,12 +92,13 @@ impl Default for MapAnswererConfig {
     fn default() -> Self {
         Self {
             poses: PoseSource::Slam,
+            views: ViewPoses::Relocalised,
             perception: ObjectPerception::Marked,
             slam: SlamConfig::default(),
             map: MapConfig::default(),
             trajectory_frames: 12,
             classifier: None,
-            layout_hypotheses: LAYOUT_HYPOTHESES,
+            layout_hypotheses: 0,
         }
     }
 }
@@ -103,6 +118,8 @@ struct SceneMemory {
     views: Memo<(Pose3, Option<String>)>,
     /// Layout place recognition (built on first use; `None` when the map or the keyframes allow none).
     layout: std::sync::OnceLock<Option<SceneLayout>>,
+    /// [`ViewPoses::OracleGroundTruth`]: the current views' true poses by image path (canonical).
+    true_views: Option<HashMap<PathBuf, Pose3>>,
 }
 
 impl SceneMemory {
@@ -236,7 +253,19 @@ impl MapAnswerer {
                 map
             }
         };
+        let true_views = match (self.config.views, self.config.poses) {
+            (ViewPoses::Relocalised, _) => None,
+            (ViewPoses::OracleGroundTruth, PoseSource::OracleGroundTruth) => {
+                Some(read_true_views(context.split_dir, scene)?)
+            }
+            (ViewPoses::OracleGroundTruth, PoseSource::Slam) => {
+                return Err(BaselineError::Other(
+                    "ground-truth view poses need ground-truth exploration poses (the same world)".into(),
+                ));
+            }
+        };
         Ok(SceneMemory {
+            true_views,
             slam,
             map,
             sequence,
@@ -381,6 +410,13 @@ impl MapAnswerer {
             uid: question.question.uid.clone(),
             message: "no current view image".into(),
         })?;
+        if let Some(truth) = &memory.true_views {
+            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            let pose = truth.get(&key).copied().ok_or_else(|| {
+                BaselineError::file(&path, "oracle view poses: the image is not among the scene's views.json")
+            })?;
+            return Ok((pose, None));
+        }
         memory.views.get_or_try(&path, || {
             let view = gst_io::read_rgb(&path)?;
             let mut relocalizer = memory.slam.relocalizer()?;
@@ -538,6 +574,9 @@ impl Answerer for MapAnswerer {
         let mut name = String::from("map-slam");
         if self.config.poses == PoseSource::OracleGroundTruth {
             name = "map-oracle-poses".into();
+        }
+        if self.config.views == ViewPoses::OracleGroundTruth {
+            name.push_str(" (oracle views)");
         }
         if self.config.perception == ObjectPerception::Oracle {
             name.push_str(" (oracle objects)");
@@ -753,6 +792,27 @@ fn save_map(map: &SemanticMap, dir: &Path) -> Result<(), BaselineError> {
     Ok(())
 }
 
+/// The true poses of a generated scene's current views (`<split>/scenes/<scene>/views.json`, written by
+/// `gst generate` for evaluation and oracle modes), by canonical image path.
+fn read_true_views(split_dir: &Path, scene: &str) -> Result<HashMap<PathBuf, Pose3>, BaselineError> {
+    #[derive(serde::Deserialize)]
+    struct ViewRecord {
+        image: PathBuf,
+        world_from_camera: Pose3,
+    }
+    let path = split_dir.join("scenes").join(scene).join("views.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| BaselineError::io(&path, e))?;
+    let records: Vec<ViewRecord> = serde_json::from_str(&text)
+        .map_err(|e| BaselineError::file(&path, format!("not a views file: {e}")))?;
+    Ok(records
+        .into_iter()
+        .map(|r| {
+            let image = split_dir.join(&r.image);
+            (std::fs::canonicalize(&image).unwrap_or(image), r.world_from_camera)
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -763,5 +823,33 @@ mod tests {
         assert_eq!(named_class("in which direction is the coffee table?"), Some(ObjectClass::CoffeeTable));
         assert_eq!(named_class("how far is the bed."), Some(ObjectClass::Bed));
         assert_eq!(named_class("bedside lamps are not beds"), None);
+    }
+
+    #[test]
+    fn true_views_are_found_by_the_path_a_question_gives() -> Result<(), Box<dyn std::error::Error>> {
+        let split = tempfile::tempdir()?;
+        let scene_dir = split.path().join("scenes/scene_000");
+        std::fs::create_dir_all(&scene_dir)?;
+        std::fs::create_dir_all(split.path().join("images/scene_000"))?;
+        std::fs::create_dir_all(split.path().join("questions"))?;
+        std::fs::write(split.path().join("images/scene_000/view_00.png"), b"")?;
+        let pose = Pose3::from_parts(
+            nalgebra::Vector3::new(1.0, 2.0, 1.4),
+            nalgebra::UnitQuaternion::from_euler_angles(0.1, 0.2, 0.3),
+        );
+        let records =
+            serde_json::json!([{"image": "images/scene_000/view_00.png", "world_from_camera": pose}]);
+        std::fs::write(scene_dir.join("views.json"), serde_json::to_string(&records)?)?;
+        let views = read_true_views(split.path(), "scene_000")?;
+        // A question names its images relative to its own directory.
+        let asked = split.path().join("questions/../images/scene_000/view_00.png");
+        let found = views.get(&std::fs::canonicalize(&asked)?).ok_or("the view was not found")?;
+        assert!((found.0.translation.vector - pose.0.translation.vector).norm() < 1e-12);
+        assert!(found.0.rotation.angle_to(&pose.0.rotation) < 1e-12);
+        // A scene without views.json is an error naming the file.
+        let missing =
+            read_true_views(split.path(), "scene_001").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(missing.contains("scene_001/views.json"), "{missing}");
+        Ok(())
     }
 }

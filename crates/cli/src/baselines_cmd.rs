@@ -15,7 +15,7 @@ use gst_baseline::{Answerer, RandomAnswerer};
 use gst_bench::table::{BEST_VLM_ROW, HUMAN_ROW, RANDOM_ROW};
 use gst_bench::{PaperTable, TableRow};
 
-use crate::eval_cmd::{EvalOutcome, PerceptionArg, PosesArg, evaluate, map_answerer};
+use crate::eval_cmd::{EvalOutcome, PerceptionArg, PosesArg, ViewsArg, evaluate, map_answerer};
 
 #[derive(Debug, clap::Args)]
 pub struct BaselinesArgs {
@@ -55,6 +55,15 @@ pub enum BaselinePoses {
     Groundtruth,
 }
 
+/// Cameras of the current views of a map baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaselineViews {
+    Relocalised,
+    /// ORACLE: the generator's true poses of the views (needs ground-truth poses).
+    Groundtruth,
+}
+
 /// Object perception of a map baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -77,6 +86,9 @@ pub struct BaselineConfig {
     /// Map baselines: where poses come from (default slam).
     #[serde(default)]
     pub poses: Option<BaselinePoses>,
+    /// Map baselines: cameras of the current views (default relocalised).
+    #[serde(default)]
+    pub views: Option<BaselineViews>,
     /// Map baselines: object perception (default marked).
     #[serde(default)]
     pub perception: Option<BaselinePerception>,
@@ -100,9 +112,14 @@ impl BaselineConfig {
         if self.name.trim().is_empty() {
             bail!("the name is empty");
         }
-        let map_only = self.poses.is_some() || self.perception.is_some();
+        let map_only = self.poses.is_some() || self.views.is_some() || self.perception.is_some();
         if self.answerer == BaselineAnswerer::Random && map_only {
-            bail!("poses and perception are settings of the map answerer, not of random guessing");
+            bail!("poses, views and perception are settings of the map answerer, not of random guessing");
+        }
+        if self.views == Some(BaselineViews::Groundtruth) && self.poses != Some(BaselinePoses::Groundtruth) {
+            bail!(
+                "ground-truth views need ground-truth poses (the true view poses are in the ground truth's world)"
+            );
         }
         if self.answerer == BaselineAnswerer::Map && self.seed.is_some() {
             bail!("seed is a setting of random guessing, not of the map answerer");
@@ -115,7 +132,9 @@ impl BaselineConfig {
 
     /// Whether answering reads ground truth (an oracle mode).
     pub fn reads_ground_truth(&self) -> bool {
-        self.poses == Some(BaselinePoses::Groundtruth) || self.perception == Some(BaselinePerception::Oracle)
+        self.poses == Some(BaselinePoses::Groundtruth)
+            || self.views == Some(BaselineViews::Groundtruth)
+            || self.perception == Some(BaselinePerception::Oracle)
     }
 
     fn answerer(&self) -> Result<Box<dyn Answerer>> {
@@ -125,6 +144,10 @@ impl BaselineConfig {
                 match self.poses.unwrap_or(BaselinePoses::Slam) {
                     BaselinePoses::Slam => PosesArg::Slam,
                     BaselinePoses::Groundtruth => PosesArg::Groundtruth,
+                },
+                match self.views.unwrap_or(BaselineViews::Relocalised) {
+                    BaselineViews::Relocalised => ViewsArg::Relocalised,
+                    BaselineViews::Groundtruth => ViewsArg::Groundtruth,
                 },
                 match self.perception.unwrap_or(BaselinePerception::Marked) {
                     BaselinePerception::Marked => PerceptionArg::Marked,
@@ -310,11 +333,31 @@ mod tests {
     }
 
     #[test]
+    fn ground_truth_views_need_ground_truth_poses_and_an_oracle_name() {
+        let error = |json: &str| config(json).err().map(|e| e.to_string()).unwrap_or_default();
+        let slam_poses = error(
+            r#"{"name": "map-oracle-v", "description": "d", "answerer": "map", "views": "groundtruth"}"#,
+        );
+        assert!(slam_poses.contains("need ground-truth poses"), "{slam_poses}");
+        let unnamed = error(
+            r#"{"name": "map-v", "description": "d", "answerer": "map", "poses": "groundtruth", "views": "groundtruth"}"#,
+        );
+        assert!(unnamed.contains("must say \"oracle\""), "{unnamed}");
+        let fine = config(
+            r#"{"name": "map-oracle-poses", "description": "d", "answerer": "map", "poses": "groundtruth", "views": "groundtruth"}"#,
+        );
+        assert!(fine.is_ok_and(|c| c.reads_ground_truth()));
+        let random =
+            error(r#"{"name": "r", "description": "d", "answerer": "random", "views": "relocalised"}"#);
+        assert!(random.contains("not of random guessing"), "{random}");
+    }
+
+    #[test]
     fn the_committed_configurations_are_valid() -> Result<()> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../baselines");
         let configs = read_configs(&dir)?;
         let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
-        for wanted in ["map-slam", "map-oracle-poses", "random"] {
+        for wanted in ["map-slam", "map-oracle-poses", "map-oracle-poses-relocalised", "random"] {
             assert!(names.contains(&wanted), "{names:?}");
         }
         Ok(())

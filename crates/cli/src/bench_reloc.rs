@@ -16,7 +16,8 @@
 //! panorama rendered at the true pose beside the image's (`*.rendered.png`, `*.query.png`) and the
 //! photometric check's strip (`*.check.png`: the image, the keyframes' prediction, each keyframe's warp);
 //! `GST_DEBUG_REFINED=1` logs for every view the photometrically refined place hypotheses (correlation,
-//! coverage, position and heading error).
+//! coverage, position and heading error); `GST_DEBUG_LAYOUT=1` (with `--layout`) logs for every view what became
+//! of each layout hypothesis ([`gst_slam::Relocalizer::trace_hypothesis`]).
 
 use std::path::{Path, PathBuf};
 
@@ -286,6 +287,48 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     })
                     .collect();
                 tracing::info!("{scene} {} refined places {correct}: {refined:?}", view.image);
+            }
+            if std::env::var_os("GST_DEBUG_LAYOUT").is_some()
+                && let Some(layout) = &layout
+            {
+                // What became of each layout hypothesis: refined photometrically, matched, matched around.
+                let show = |pose: &Pose3| {
+                    let (m, deg) = errors(pose);
+                    format!("{m:.2} m {deg:.0} deg")
+                };
+                let judged = |j: &Option<(gst_slam::Relocalization, bool)>| {
+                    j.as_ref().map_or("-".to_string(), |(r, accepted)| {
+                        format!(
+                            "{} inl ncc {:.3} cov {:.2} {} {}",
+                            r.inliers,
+                            r.ncc,
+                            r.coverage,
+                            if *accepted { "ACCEPTED" } else { "rejected" },
+                            show(&r.world_from_camera)
+                        )
+                    })
+                };
+                for (rank, (start, score)) in layout
+                    .scored_hypotheses(&image, gst_baseline::scene_layout::LAYOUT_HYPOTHESES)
+                    .iter()
+                    .enumerate()
+                {
+                    let trace = relocalizer.trace_hypothesis(&image, start)?;
+                    tracing::info!(
+                        "{scene} {} layout #{} score {score:.3} start {} | refined {} | matched {} | around {} | placed {correct}",
+                        view.image,
+                        rank + 1,
+                        show(start),
+                        trace.refined.as_ref().map_or("-".to_string(), |(pose, check)| format!(
+                            "ncc {:.3} cov {:.2} {}",
+                            check.ncc,
+                            check.coverage,
+                            show(pose)
+                        )),
+                        judged(&trace.matched),
+                        judged(&trace.around),
+                    );
+                }
             }
             if !correct {
                 // Diagnostics: does the map explain the true pose, and does relocalising from it work?

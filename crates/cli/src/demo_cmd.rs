@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use gst_bench::generate::GenerateConfig;
 use gst_sim::explore::ExploreConfig;
 
-use crate::eval_cmd::{PerceptionArg, PosesArg, evaluate, map_answerer};
+use crate::eval_cmd::{PerceptionArg, PosesArg, ViewsArg, evaluate, map_answerer};
 use crate::scene_cmd::FurnitureArgs;
 
 #[derive(Debug, clap::Args)]
@@ -77,7 +77,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let bench = data.join("bench");
     let eval_dir = args.out.join("eval");
     eprintln!("answering with the map baseline (SLAM, semantic map, geometry) in {}", eval_dir.display());
-    let answerer = map_answerer(PosesArg::Slam, PerceptionArg::Marked, None)?;
+    let answerer = map_answerer(PosesArg::Slam, ViewsArg::Relocalised, PerceptionArg::Marked, None)?;
     let name = gst_baseline::Answerer::name(&answerer);
     let outcome = evaluate(&bench, &eval_dir, &answerer, &name)?;
     let total_s = started.elapsed().as_secs_f64();

@@ -21,7 +21,7 @@ pub mod thumbnail;
 pub use error::SlamError;
 pub use map_file::{MAP_FILE, SlamMap};
 pub use panorama::{PanoramaConfig, PlaceIndex, PlaceIndexBuilder};
-pub use relocalize::{MapLookup, Relocalization, RelocalizationOutcome, Relocalizer};
+pub use relocalize::{MapLookup, PlaceTrace, Relocalization, RelocalizationOutcome, Relocalizer};
 pub use system::{
     FrameInfo, FrameResult, FrontEnd, Keyframe, MapPoint, PreparedFrame, Slam, SlamConfig, SlamOutput,
     SlamStats, TrackingState, run_pipelined, run_slam,

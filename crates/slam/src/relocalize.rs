@@ -127,6 +127,17 @@ const SHIFT_DESCRIPTOR_DISTANCE: u32 = 30;
 const SHIFT_MIN_VOTES: usize = 5;
 const SHIFT_CANDIDATES: usize = 8;
 
+/// What became of one place hypothesis ([`Relocalizer::trace_hypothesis`]).
+#[derive(Clone, Debug)]
+pub struct PlaceTrace<J> {
+    /// The photometrically refined pose and its check (`None`: the check covered too little at the start).
+    pub refined: Option<(Pose3, PhotometricCheck)>,
+    /// The pose of guided matching from the refined one (wide, then tight), judged.
+    pub matched: Option<J>,
+    /// When that was not accepted: the best of tight matching from a grid of starts around it, judged.
+    pub around: Option<J>,
+}
+
 /// A refined hypothesis and whether it passed the photometric check.
 struct Judged {
     relocalization: Relocalization,
@@ -388,22 +399,44 @@ impl<'a> Relocalizer<'a> {
     /// A place hypothesis (off by a few decimetres and degrees) refined photometrically, then by guided
     /// matching wide and tight, else from a grid of starts around it, and judged into `search`.
     fn try_place(&self, features: &Features, thumbnail: &Thumbnail, start: &Pose3, search: &mut Search) {
-        let Some((refined, _)) = self.refine_photometric(thumbnail, start) else {
-            return;
+        let trace = self.trace_place(features, thumbnail, start);
+        for judged in [trace.matched, trace.around].into_iter().flatten() {
+            search.consider(judged);
+        }
+    }
+
+    /// The steps of [`Self::try_place`] for one start: the photometric refinement, the tight matching from
+    /// it (judged), and, when that is not accepted, the grid of starts around it (judged).
+    fn trace_place(&self, features: &Features, thumbnail: &Thumbnail, start: &Pose3) -> PlaceTrace<Judged> {
+        let mut trace = PlaceTrace { refined: None, matched: None, around: None };
+        let Some((refined, check)) = self.refine_photometric(thumbnail, start) else {
+            return trace;
         };
+        trace.refined = Some((refined, check));
         let wide = self.refine_within(features, refined.0.inverse(), u32::MAX, PLACE_MATCH_RADIUS_PX);
         let tight = wide.and_then(|(w, _)| self.refine(features, w.world_from_camera.0.inverse(), u32::MAX));
-        if let Some((found, _)) = tight {
-            let judged = self.judge(thumbnail, found);
-            let accepted = judged.accepted;
-            search.consider(judged);
-            if accepted {
-                return;
-            }
+        trace.matched = tight.map(|(found, _)| self.judge(thumbnail, found));
+        if trace.matched.as_ref().is_some_and(|m| m.accepted) {
+            return trace;
         }
-        if let Some((found, _)) = self.refine_around(features, &refined.0.inverse()) {
-            search.consider(self.judge(thumbnail, found));
-        }
+        trace.around =
+            self.refine_around(features, &refined.0.inverse()).map(|(found, _)| self.judge(thumbnail, found));
+        trace
+    }
+
+    /// Diagnostics: what becomes of a pose hypothesis for `image` (as for a layout or render-and-compare
+    /// hypothesis): its photometric refinement, then the judged poses of matching from it and around it,
+    /// each with whether the check accepted it.
+    pub fn trace_hypothesis(
+        &mut self,
+        image: &RgbImage,
+        start: &Pose3,
+    ) -> Result<PlaceTrace<(Relocalization, bool)>, SlamError> {
+        let features = self.orb.extract(image, None)?;
+        let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
+        let trace = self.trace_place(&features, &thumbnail, start);
+        let open = |j: Option<Judged>| j.map(|j| (j.relocalization, j.accepted));
+        Ok(PlaceTrace { refined: trace.refined, matched: open(trace.matched), around: open(trace.around) })
     }
 
     /// Poses from one match set (`kf`: the keyframe it was gathered around, `u32::MAX` for a window in space),
