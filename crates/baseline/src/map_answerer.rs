@@ -43,7 +43,7 @@ use gst_slam::thumbnail::Thumbnail;
 
 use crate::drawings::TrajectoryDrawing;
 use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
-use crate::scene_layout::SceneLayout;
+use crate::scene_layout::{LAYOUT_HYPOTHESES, SceneLayout};
 use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
 use crate::{AnswerContext, Answerer, BaselineError, Grounding, Reply};
 
@@ -83,8 +83,7 @@ pub struct MapAnswererConfig {
     /// semantic question under marked perception is the candidate most likely of the named class.
     pub classifier: Option<Arc<gst_map::ObjectClassifier>>,
     /// Pose hypotheses from layout place recognition given to the relocaliser per current view
-    /// ([`crate::scene_layout`], e.g. [`crate::scene_layout::LAYOUT_HYPOTHESES`]); 0 (the default) turns it
-    /// off.
+    /// ([`crate::scene_layout`]); 0 turns it off.
     pub layout_hypotheses: usize,
 }
 
@@ -98,7 +97,7 @@ impl Default for MapAnswererConfig {
             map: MapConfig::default(),
             trajectory_frames: 12,
             classifier: None,
-            layout_hypotheses: 0,
+            layout_hypotheses: LAYOUT_HYPOTHESES,
         }
     }
 }

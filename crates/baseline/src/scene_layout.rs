@@ -13,8 +13,7 @@ use crate::BaselineError;
 
 /// Keyframes the floor model is trained on (evenly spaced over the exploration).
 const TRAINING_KEYFRAMES: usize = 60;
-/// Hypotheses handed to the relocaliser per view when layout place recognition is on (`gst eval
-/// --layout-hypotheses 5`; off by default: on the 20-scene bench it placed no more views and added 12 minutes).
+/// Hypotheses handed to the relocaliser per view.
 pub const LAYOUT_HYPOTHESES: usize = 5;
 
 /// A scene's floor model and layout index.

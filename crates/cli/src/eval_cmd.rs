@@ -89,9 +89,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub objects_model: Option<PathBuf>,
     /// Pose hypotheses from layout place recognition per current view of the map answerer (its floor
-    /// boundary matched against the occupancy grid). Off (0) by default: on the 20-scene bench it placed no
-    /// more views and added 12 minutes; 5 is the tested value.
-    #[arg(long, default_value_t = 0)]
+    /// boundary matched against the occupancy grid; 0 turns it off).
+    #[arg(long, default_value_t = gst_baseline::scene_layout::LAYOUT_HYPOTHESES)]
     pub layout_hypotheses: usize,
     /// Write a Rerun recording of every question with its images, the answer given and the true one.
     #[arg(long)]
