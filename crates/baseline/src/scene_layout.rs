@@ -30,6 +30,16 @@ impl SceneLayout {
     /// `sequence`) and builds the layout index of `map`'s grid; `None` (warned) when the map has no free
     /// space or the keyframes show too little floor.
     pub fn build(map: &SemanticMap, slam: &SlamMap, sequence: &Path) -> Result<Option<Self>, BaselineError> {
+        Self::build_with(map, slam, sequence, LayoutConfig::default())
+    }
+
+    /// [`Self::build`] with other settings of the layout search.
+    pub fn build_with(
+        map: &SemanticMap,
+        slam: &SlamMap,
+        sequence: &Path,
+        config: LayoutConfig,
+    ) -> Result<Option<Self>, BaselineError> {
         let started = std::time::Instant::now();
         let recording = gst_io::TumSequence::open(sequence, None)?;
         let mut builder = FloorModelBuilder::new(&slam.camera, map.occupancy.floor_z_m);
@@ -40,7 +50,7 @@ impl SceneLayout {
             builder.add_frame(&frame.rgb, &frame.depth, &map_from_camera);
         }
         let Some(model) = builder.finish() else { return Ok(None) };
-        let index = LayoutIndex::build(&map.occupancy, LayoutConfig::default());
+        let index = LayoutIndex::build(&map.occupancy, config);
         if index.is_empty() {
             tracing::warn!("the map has no free space: no layout place recognition");
             return Ok(None);

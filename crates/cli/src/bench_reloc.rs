@@ -56,6 +56,18 @@ pub struct RelocBenchArgs {
     /// the rank of the first layout hypothesis within the bounds.
     #[arg(long, requires = "maps")]
     pub layout: bool,
+    /// With `--layout`: how many layout hypotheses the relocaliser is given per view (default: as the map
+    /// answerer, [`gst_baseline::scene_layout::LAYOUT_HYPOTHESES`]).
+    #[arg(long, requires = "layout")]
+    pub layout_hypotheses: Option<usize>,
+    /// With `--layout`: only rank the layout hypotheses against the true poses, without relocalising (the
+    /// views count as not found): seconds per scene instead of minutes, for trying layout settings.
+    #[arg(long, requires = "layout")]
+    pub layout_only: bool,
+    /// With `--layout`: distinct layout hypotheses are at least this far apart, metres (default: as the map
+    /// answerer, [`gst_map::LayoutConfig::separation_m`]).
+    #[arg(long, requires = "layout")]
+    pub layout_separation: Option<f64>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -127,6 +139,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
     }
     anyhow::ensure!(!scenes.is_empty(), "{}: no scene has views.json", args.data.display());
     let config = SlamConfig::default();
+    let layout_count = args.layout_hypotheses.unwrap_or(gst_baseline::scene_layout::LAYOUT_HYPOTHESES);
     let mut results = Vec::new();
     for scene in &scenes {
         let sequence = args.data.join("tum").join(scene);
@@ -167,7 +180,17 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
         let layout = match (&semantic, args.layout) {
             (Some(semantic), true) => {
                 let started = std::time::Instant::now();
-                let layout = gst_baseline::scene_layout::SceneLayout::build(semantic, &map, &sequence)?;
+                let layout = gst_baseline::scene_layout::SceneLayout::build_with(
+                    semantic,
+                    &map,
+                    &sequence,
+                    gst_map::LayoutConfig {
+                        separation_m: args
+                            .layout_separation
+                            .unwrap_or(gst_map::LayoutConfig::default().separation_m),
+                        ..Default::default()
+                    },
+                )?;
                 tracing::info!("{scene}: layout index in {:.2} s", started.elapsed().as_secs_f64());
                 layout
             }
@@ -177,20 +200,19 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             let image = gst_io::read_rgb(&args.data.join(&view.image))?;
             let started = std::time::Instant::now();
             let mut hypotheses = Vec::new();
-            let outcome = relocalizer.relocalize_outcome_with(&image, || {
-                hypotheses = layout
-                    .as_ref()
-                    .map(|l| l.hypotheses(&image, gst_baseline::scene_layout::LAYOUT_HYPOTHESES))
-                    .unwrap_or_default();
-                hypotheses.clone()
-            })?;
+            let outcome = if args.layout_only {
+                gst_slam::RelocalizationOutcome::default()
+            } else {
+                relocalizer.relocalize_outcome_with(&image, || {
+                    hypotheses =
+                        layout.as_ref().map(|l| l.hypotheses(&image, layout_count)).unwrap_or_default();
+                    hypotheses.clone()
+                })?
+            };
             let seconds = started.elapsed().as_secs_f64();
             // The rank diagnostics need the hypotheses of every view, also of those settled without them.
             if args.layout && hypotheses.is_empty() {
-                hypotheses = layout
-                    .as_ref()
-                    .map(|l| l.hypotheses(&image, gst_baseline::scene_layout::LAYOUT_HYPOTHESES))
-                    .unwrap_or_default();
+                hypotheses = layout.as_ref().map(|l| l.hypotheses(&image, layout_count)).unwrap_or_default();
             }
             let errors = |pose: &Pose3| {
                 let estimate = alignment.transform_pose(pose);
@@ -207,6 +229,32 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     view.world_from_camera.camera_yaw().to_degrees(),
                 )
             };
+            let layout_rank = hypotheses
+                .iter()
+                .position(|pose| {
+                    let (position, heading) = errors(pose);
+                    position < 0.3 && heading < 10.0
+                })
+                .map(|rank| rank + 1);
+            if args.layout_only {
+                results.push(ViewResult {
+                    scene: scene.clone(),
+                    image: view.image.clone(),
+                    found: false,
+                    position_error_m: None,
+                    heading_error_deg: None,
+                    inliers: 0,
+                    confidence: 0.0,
+                    seconds,
+                    rejected_error: None,
+                    appearance_error: None,
+                    answer_yaw_error_deg: None,
+                    compass_yaw_error_deg: None,
+                    layout_hypotheses: Some(hypotheses.len()),
+                    layout_rank,
+                });
+                continue;
+            }
             let mut appearance = None;
             let (rejected_error, appearance_error) = if outcome.accepted.is_some() {
                 (None, None)
@@ -254,13 +302,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 answer_yaw_error_deg,
                 compass_yaw_error_deg,
                 layout_hypotheses: args.layout.then_some(hypotheses.len()),
-                layout_rank: hypotheses
-                    .iter()
-                    .position(|pose| {
-                        let (position, heading) = errors(pose);
-                        position < 0.3 && heading < 10.0
-                    })
-                    .map(|rank| rank + 1),
+                layout_rank,
             };
             if let Some(found) = found {
                 let (position, heading) = errors(&found.world_from_camera);
@@ -308,10 +350,8 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                         )
                     })
                 };
-                for (rank, (start, score)) in layout
-                    .scored_hypotheses(&image, gst_baseline::scene_layout::LAYOUT_HYPOTHESES)
-                    .iter()
-                    .enumerate()
+                for (rank, (start, score)) in
+                    layout.scored_hypotheses(&image, layout_count).iter().enumerate()
                 {
                     let trace = relocalizer.trace_hypothesis(&image, start)?;
                     tracing::info!(

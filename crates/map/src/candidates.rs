@@ -89,7 +89,12 @@ impl Hasher for KeyHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+        // A key's three i32 come here as 12 bytes (slices of integers hash their bytes at once).
+        let mut words = bytes.chunks_exact(4);
+        for word in &mut words {
+            self.write_u64(u64::from(u32::from_le_bytes([word[0], word[1], word[2], word[3]])));
+        }
+        for &b in words.remainder() {
             self.write_u64(u64::from(b));
         }
     }
@@ -136,9 +141,23 @@ fn chunk_of(key: [i32; 3]) -> ([i32; 3], usize) {
 #[derive(Clone, Debug, Default)]
 pub struct CandidateAccumulator {
     /// Voxels in chunks: a frame's samples touch a few hundred chunks, each a small contiguous block, where
-    /// one table entry per voxel scattered ~10k lookups a frame over megabytes.
-    chunks: HashMap<[i32; 3], Box<Chunk>, BuildHasherDefault<KeyHasher>>,
+    /// one table entry per voxel scattered ~10k lookups a frame over megabytes. Chunks in creation order,
+    /// with their keys.
+    chunks: Vec<([i32; 3], Box<Chunk>)>,
+    /// Chunk key → index in `chunks`.
+    index: HashMap<[i32; 3], u32, BuildHasherDefault<KeyHasher>>,
     frames: u32,
+}
+
+/// Slots of the direct-mapped cache of chunk lookups that one frame's integration keeps: rows of samples
+/// a few pixels apart cross the same few hundred chunks over and over.
+const CHUNK_CACHE_SLOTS: usize = 512;
+
+fn chunk_cache_slot(key: [i32; 3]) -> usize {
+    let h = (key[0] as u32).wrapping_mul(0x9e37_79b1)
+        ^ (key[1] as u32).wrapping_mul(0x85eb_ca77)
+        ^ (key[2] as u32).wrapping_mul(0xc2b2_ae3d);
+    ((h ^ (h >> 15)) as usize) % CHUNK_CACHE_SLOTS
 }
 
 fn voxel_key(p: [f64; 3]) -> [i32; 3] {
@@ -187,11 +206,16 @@ impl CandidateAccumulator {
                 _ => runs.push((key, colour.map(u64::from), 1)),
             }
         }
+        let mut cache = [([i32::MIN; 3], u32::MAX); CHUNK_CACHE_SLOTS];
         let mut start = 0;
         while start < runs.len() {
             let (chunk_key, _) = chunk_of(runs[start].0);
             let end = start + runs[start..].iter().take_while(|r| chunk_of(r.0).0 == chunk_key).count();
-            let chunk = self.chunks.entry(chunk_key).or_default();
+            let slot = &mut cache[chunk_cache_slot(chunk_key)];
+            if slot.0 != chunk_key {
+                *slot = (chunk_key, self.chunk_index(chunk_key));
+            }
+            let chunk = &mut self.chunks[slot.1 as usize].1;
             for &(key, rgb, samples) in &runs[start..end] {
                 let voxel = &mut chunk.0[chunk_of(key).1];
                 if voxel.last_frame != stamp {
@@ -207,11 +231,21 @@ impl CandidateAccumulator {
         }
     }
 
+    /// The index of a chunk in `chunks`, created empty if new.
+    fn chunk_index(&mut self, chunk_key: [i32; 3]) -> u32 {
+        let chunks = &mut self.chunks;
+        *self.index.entry(chunk_key).or_insert_with(|| {
+            chunks.push((chunk_key, Box::default()));
+            (chunks.len() - 1) as u32
+        })
+    }
+
     /// The voxel of a key, created empty if new.
     #[cfg(test)]
     fn voxel_mut(&mut self, key: [i32; 3]) -> &mut Voxel {
         let (chunk, index) = chunk_of(key);
-        &mut self.chunks.entry(chunk).or_default().0[index]
+        let i = self.chunk_index(chunk) as usize;
+        &mut self.chunks[i].1.0[index]
     }
 
     /// Every voxel with samples, with its key.

@@ -119,14 +119,14 @@ pub struct OccupancyAccumulator {
 }
 
 /// The obstacle band as truncated signed distances: per cell, `layers` voxels from
-/// `obstacle_min_height_m` above the floor up to `structure_min_height_m`, each the running mean of the
-/// distances along the rays of the obstacle readings near it (positive in front of the reading, negative
-/// behind) and its reading count. Empty when the surface test is off.
+/// `obstacle_min_height_m` above the floor up to `structure_min_height_m`, each the sum of the distances
+/// along the rays of the obstacle readings near it (positive in front of the reading, negative behind) and
+/// its reading count: only the mean's sign is read, which is the sum's. Empty when the surface test is off.
 #[derive(Clone, Debug, Default)]
 struct SurfaceField {
     layers: usize,
     layer_height_m: f64,
-    /// `[mean distance, readings]` per voxel, cell-major (`cell * layers + layer`).
+    /// `[sum of distances, readings]` per voxel, cell-major (`cell * layers + layer`).
     voxels: Vec<[f32; 2]>,
 }
 
@@ -471,9 +471,9 @@ impl OccupancyAccumulator {
                 let z = band_bottom + (layer as f64 + 0.5) * self.surface.layer_height_m;
                 let along = (x - camera[0]) * unit[0] + (y - camera[1]) * unit[1] + (z - camera[2]) * unit[2];
                 let distance = (range - along).clamp(-truncation, truncation) as f32;
-                let [mean, readings] = &mut self.surface.voxels[voxel];
+                let [sum, readings] = &mut self.surface.voxels[voxel];
+                *sum += distance;
                 *readings += 1.0;
-                *mean += (distance - *mean) / *readings;
             }
         }
     }
