@@ -80,7 +80,7 @@ struct ViewRecord {
 }
 
 /// One relocalised view.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct ViewResult {
     pub scene: String,
     pub image: String,
@@ -162,14 +162,20 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 continue;
             }
         }
+        // Render and compare needs the panoramas; ranking layout hypotheses alone does not.
         let started = std::time::Instant::now();
-        let places = gst_baseline::scene_slam::place_index(&map, &sequence)?;
-        tracing::info!(
-            "{scene}: {} panoramas rendered in {:.2} s",
-            places.positions(),
-            started.elapsed().as_secs_f64()
-        );
-        let mut relocalizer = Relocalizer::new(&map, &config)?.with_places(&places);
+        let places = (!args.layout_only)
+            .then(|| gst_baseline::scene_slam::place_index(&map, &sequence))
+            .transpose()?;
+        let mut relocalizer = Relocalizer::new(&map, &config)?;
+        if let Some(places) = &places {
+            tracing::info!(
+                "{scene}: {} panoramas rendered in {:.2} s",
+                places.positions(),
+                started.elapsed().as_secs_f64()
+            );
+            relocalizer = relocalizer.with_places(places);
+        }
         let semantic = match &args.maps {
             Some(dir) => Some(
                 gst_map::SemanticMap::load(&dir.join(scene))
@@ -240,18 +246,10 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 results.push(ViewResult {
                     scene: scene.clone(),
                     image: view.image.clone(),
-                    found: false,
-                    position_error_m: None,
-                    heading_error_deg: None,
-                    inliers: 0,
-                    confidence: 0.0,
                     seconds,
-                    rejected_error: None,
-                    appearance_error: None,
-                    answer_yaw_error_deg: None,
-                    compass_yaw_error_deg: None,
                     layout_hypotheses: Some(hypotheses.len()),
                     layout_rank,
+                    ..ViewResult::default()
                 });
                 continue;
             }
@@ -370,7 +368,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     );
                 }
             }
-            if !correct {
+            if !correct && let Some(places) = &places {
                 // Diagnostics: does the map explain the true pose, and does relocalising from it work?
                 let truth_in_map = alignment.inverse_transform_pose(&view.world_from_camera);
                 let check = relocalizer.check_pose(&image, &truth_in_map);
