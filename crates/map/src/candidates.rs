@@ -442,6 +442,7 @@ mod tests {
             frame,
             cells: vec![CellState::Free; 200 * 200],
             structure,
+            filled: Vec::new(),
             floor_z_m: 0.0,
             ceiling_z_m: 2.6,
         }

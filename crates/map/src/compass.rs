@@ -522,7 +522,14 @@ mod tests {
             mark(-a, -b + 2.0 * b * t);
             mark(a, -b + 2.0 * b * t);
         }
-        OccupancyGrid { frame, cells, structure: vec![false; 160 * 160], floor_z_m: 0.0, ceiling_z_m: 2.6 }
+        OccupancyGrid {
+            frame,
+            cells,
+            structure: vec![false; 160 * 160],
+            filled: Vec::new(),
+            floor_z_m: 0.0,
+            ceiling_z_m: 2.6,
+        }
     }
 
     #[test]

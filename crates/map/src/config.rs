@@ -49,6 +49,16 @@ pub struct MapConfig {
     /// values tolerate more noise and fatten objects seen from above by up to this much beyond their far
     /// edges.
     pub surface_truncation_m: f64,
+    /// Unknown floor enclosed by the map is filled as free when it is at most this large, square metres
+    /// (default 4.0; 0 turns filling off)... A camera that pans in place or passes close to furniture
+    /// never sees some floor (beyond its sweep, below its field of view, behind a chair), and the holes
+    /// it leaves are floor the camera is surrounded by; a hole that touches the grid's edge is not
+    /// enclosed and stays unknown.
+    pub hole_fill_max_area_m2: f64,
+    /// ...and when at least this fraction of its border is free floor, the rest occupied (default 0.4).
+    /// The inside of a wardrobe or an unseen room behind its walls is bordered by occupied cells only
+    /// and stays unknown.
+    pub hole_fill_min_free_border: f64,
     /// Rooms smaller than this are not rooms (their cells join a neighbour), square metres (default 1.0:
     /// counted on the room's seed, free floor away from walls and passages, so a room seen only through
     /// its door still counts).
@@ -86,6 +96,8 @@ impl Default for MapConfig {
             min_obstacle_frames: 2,
             obstacle_free_ratio: 0.25,
             surface_truncation_m: 0.1,
+            hole_fill_max_area_m2: 4.0,
+            hole_fill_min_free_border: 0.4,
             min_room_area_m2: 1.0,
             structure_dilation_m: 0.1,
             passage_clearance_m: 0.2,
@@ -123,6 +135,12 @@ impl MapConfig {
         }
         if !(self.surface_truncation_m >= 0.0 && self.surface_truncation_m <= 1.0) {
             return bad(format!("surface_truncation_m {} must be in [0, 1] m", self.surface_truncation_m));
+        }
+        if !(self.hole_fill_max_area_m2 >= 0.0 && (0.0..=1.0).contains(&self.hole_fill_min_free_border)) {
+            return bad(format!(
+                "hole_fill_max_area_m2 {} must not be negative and hole_fill_min_free_border {} must be in [0, 1]",
+                self.hole_fill_max_area_m2, self.hole_fill_min_free_border
+            ));
         }
         if self.min_obstacle_frames == 0 || !(self.obstacle_free_ratio >= 0.0) {
             return bad("min_obstacle_frames must be ≥ 1 and obstacle_free_ratio ≥ 0".into());

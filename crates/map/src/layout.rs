@@ -656,7 +656,14 @@ mod tests {
                 };
             }
         }
-        OccupancyGrid { frame, cells, structure: vec![false; frame.len()], floor_z_m: 0.0, ceiling_z_m: 2.6 }
+        OccupancyGrid {
+            frame,
+            cells,
+            structure: vec![false; frame.len()],
+            filled: Vec::new(),
+            floor_z_m: 0.0,
+            ceiling_z_m: 2.6,
+        }
     }
 
     fn camera() -> PinholeCamera {

@@ -524,6 +524,9 @@ struct MapRecord {
     ceiling_z_m: f64,
     cells: Vec<[u32; 2]>,
     structure: Vec<[u32; 2]>,
+    /// Free cells inferred by hole filling (1) rather than seen (0); absent in maps without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    filled: Vec<[u32; 2]>,
     room_labels: Vec<[u32; 2]>,
     rooms: Vec<Room>,
     doors: Vec<Door>,
@@ -570,6 +573,7 @@ impl MapRecord {
                 CellState::Occupied => 2,
             })),
             structure: run_length(o.structure.iter().map(|s| u32::from(*s))),
+            filled: run_length(o.filled.iter().map(|s| u32::from(*s))),
             room_labels: run_length(map.room_labels.iter().copied()),
             rooms: map.rooms.clone(),
             doors: map.doors.clone(),
@@ -598,6 +602,11 @@ impl MapRecord {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let structure = expand(&self.structure, n, "structure")?.into_iter().map(|v| v != 0).collect();
+        let filled = if self.filled.is_empty() {
+            Vec::new()
+        } else {
+            expand(&self.filled, n, "filled")?.into_iter().map(|v| v != 0).collect()
+        };
         let room_labels = expand(&self.room_labels, n, "room_labels")?;
         if let Some(bad) = room_labels.iter().find(|l| **l as usize > self.rooms.len()) {
             return Err(format!("room label {bad} but only {} rooms", self.rooms.len()));
@@ -608,6 +617,7 @@ impl MapRecord {
                 frame: self.grid,
                 cells,
                 structure,
+                filled,
                 floor_z_m: self.floor_z_m,
                 ceiling_z_m: self.ceiling_z_m,
             },
@@ -786,7 +796,11 @@ mod tests {
 
     #[test]
     fn map_and_scene_graph_round_trip() {
-        let map = build(true);
+        let mut map = build(true);
+        // Some free cells marked as filled, so that the mask travels too.
+        let o = &mut map.occupancy;
+        o.filled = o.cells.iter().enumerate().map(|(i, c)| *c == CellState::Free && i % 7 == 0).collect();
+        assert!(map.occupancy.filled.iter().any(|f| *f));
         let dir = tempfile::tempdir().unwrap();
         map.save(dir.path()).unwrap();
         let loaded = SemanticMap::load(dir.path()).unwrap();
@@ -794,6 +808,7 @@ mod tests {
         assert!(
             loaded.occupancy.cells == map.occupancy.cells
                 && loaded.occupancy.structure == map.occupancy.structure
+                && loaded.occupancy.filled == map.occupancy.filled
         );
         assert!(loaded.room_labels == map.room_labels && loaded.doors.len() == map.doors.len());
         assert_eq!(loaded.occupancy.frame.width, map.occupancy.frame.width);

@@ -70,6 +70,9 @@ pub struct OccupancyGrid {
     pub cells: Vec<CellState>,
     /// Walls seen above door height (room boundaries), row-major.
     pub structure: Vec<bool>,
+    /// Free cells that no frame saw but that hole filling inferred ([`MapConfig::hole_fill_max_area_m2`]),
+    /// row-major; empty when there are none. Rooms are seeded from seen floor only.
+    pub filled: Vec<bool>,
     /// Estimated floor height in the map frame, metres.
     pub floor_z_m: f64,
     /// Estimated ceiling height in the map frame, metres (floor + default when never seen).
@@ -82,6 +85,7 @@ impl OccupancyGrid {
             frame: GridFrame { origin_x_m: 0.0, origin_y_m: 0.0, resolution_m, width: 0, height: 0 },
             cells: Vec::new(),
             structure: Vec::new(),
+            filled: Vec::new(),
             floor_z_m: 0.0,
             ceiling_z_m: 0.0,
         }
@@ -93,6 +97,11 @@ impl OccupancyGrid {
 
     pub fn free_area_m2(&self) -> f64 {
         self.cells.iter().filter(|c| **c == CellState::Free).count() as f64 * self.frame.cell_area_m2()
+    }
+
+    /// Whether cell `index` is free by hole filling rather than seen.
+    pub fn is_filled(&self, index: usize) -> bool {
+        self.filled.get(index).copied().unwrap_or(false)
     }
 
     /// The state at a map point (`Unknown` outside the grid).
@@ -113,6 +122,8 @@ pub struct OccupancyAccumulator {
     /// Per cell and kind, the last frame (1-based) that counted it.
     stamps: Vec<[u32; 4]>,
     frames: u32,
+    /// The camera's floor position of every integrated frame (where the walker stood), map frame.
+    camera_xy: Vec<[f64; 2]>,
     floor_votes: Vec<u64>,
     ceiling_votes: Vec<u64>,
     surface: SurfaceField,
@@ -180,6 +191,7 @@ impl OccupancyAccumulator {
             counts: Vec::new(),
             stamps: Vec::new(),
             frames: 0,
+            camera_xy: Vec::new(),
             floor_votes: vec![0; bins],
             ceiling_votes: vec![0; bins],
             surface: SurfaceField::new(config),
@@ -356,6 +368,7 @@ impl OccupancyAccumulator {
             })
             .unwrap_or(floor + self.config.default_ceiling_height_m);
         self.frames += 1;
+        self.camera_xy.push([cam.x, cam.y]);
         let (mut min, mut max) = ([cam.x, cam.y], [cam.x, cam.y]);
         for p in &points {
             min = [min[0].min(p[0]), min[1].min(p[1])];
@@ -486,7 +499,7 @@ impl OccupancyAccumulator {
         let ceiling = self.ceiling_z_m().unwrap_or(floor + self.config.default_ceiling_height_m);
         let c = &self.config;
         let surface_test = self.surface.layers > 0;
-        let cells = self
+        let mut cells: Vec<CellState> = self
             .counts
             .iter()
             .enumerate()
@@ -504,9 +517,101 @@ impl OccupancyAccumulator {
                 }
             })
             .collect();
+        let max_cells = (c.hole_fill_max_area_m2 / self.frame.cell_area_m2()).floor() as usize;
+        let walked: Vec<usize> = self
+            .camera_xy
+            .iter()
+            .filter_map(|p| self.frame.cell_from_world(p[0], p[1]))
+            .map(|(col, row)| self.frame.index(col, row))
+            .collect();
+        let filled =
+            fill_enclosed_holes(&mut cells, &self.frame, &walked, max_cells, c.hole_fill_min_free_border);
+        let filled = if filled.iter().any(|f| *f) { filled } else { Vec::new() };
         let structure = self.counts.iter().map(|k| u32::from(k.structure) >= c.min_obstacle_frames).collect();
-        OccupancyGrid { frame: self.frame, cells, structure, floor_z_m: floor, ceiling_z_m: ceiling }
+        OccupancyGrid { frame: self.frame, cells, structure, filled, floor_z_m: floor, ceiling_z_m: ceiling }
     }
+}
+
+/// Marks free every 4-connected region of unknown cells of at most `max_cells` that does not touch the
+/// grid's edge and whose border (the known cells next to it, counted once per shared side) is free for at
+/// least `min_free_border` of its length. Only free cells connected through free cells to a `walked` cell
+/// (where the camera stood) count as free there: floor seen outside the house through a window is free
+/// but cut off by the wall below the sill, and the unknown between such glimpses is not the house's.
+/// Returns the mask of the cells filled.
+pub(crate) fn fill_enclosed_holes(
+    cells: &mut [CellState],
+    frame: &GridFrame,
+    walked: &[usize],
+    max_cells: usize,
+    min_free_border: f64,
+) -> Vec<bool> {
+    let (w, h) = (frame.width as usize, frame.height as usize);
+    let mut filled = vec![false; cells.len()];
+    if max_cells == 0 || w < 3 || h < 3 {
+        return filled;
+    }
+    let neighbours = |k: usize| {
+        let (col, row) = (k % w, k / w);
+        [
+            (col > 0).then(|| k - 1),
+            (col < w - 1).then_some(k + 1),
+            (row > 0).then(|| k - w),
+            (row < h - 1).then_some(k + w),
+        ]
+    };
+    let mut reachable = vec![false; cells.len()];
+    let mut stack: Vec<usize> =
+        walked.iter().copied().filter(|&k| k < cells.len() && cells[k] == CellState::Free).collect();
+    for &k in &stack {
+        reachable[k] = true;
+    }
+    while let Some(k) = stack.pop() {
+        for n in neighbours(k).into_iter().flatten() {
+            if !reachable[n] && cells[n] == CellState::Free {
+                reachable[n] = true;
+                stack.push(n);
+            }
+        }
+    }
+    let mut visited = vec![false; cells.len()];
+    let mut region = Vec::new();
+    for start in 0..cells.len() {
+        if visited[start] || cells[start] != CellState::Unknown {
+            continue;
+        }
+        visited[start] = true;
+        stack.push(start);
+        region.clear();
+        let (mut enclosed, mut free_sides, mut other_sides) = (true, 0usize, 0usize);
+        while let Some(k) = stack.pop() {
+            region.push(k);
+            let (col, row) = (k % w, k / w);
+            enclosed &= col > 0 && row > 0 && col < w - 1 && row < h - 1;
+            for n in neighbours(k).into_iter().flatten() {
+                match cells[n] {
+                    CellState::Free if reachable[n] => free_sides += 1,
+                    CellState::Free | CellState::Occupied => other_sides += 1,
+                    CellState::Unknown if !visited[n] => {
+                        visited[n] = true;
+                        stack.push(n);
+                    }
+                    CellState::Unknown => {}
+                }
+            }
+        }
+        let border = free_sides + other_sides;
+        if enclosed
+            && region.len() <= max_cells
+            && border > 0
+            && free_sides as f64 >= min_free_border * border as f64
+        {
+            for &k in &region {
+                cells[k] = CellState::Free;
+                filled[k] = true;
+            }
+        }
+    }
+    filled
 }
 
 /// Visits the cells of the segment from `a` to `b` (Bresenham), `a` included, `b` excluded.
@@ -741,5 +846,72 @@ mod tests {
         for pair in cells.windows(2) {
             assert!(pair[0].0.abs_diff(pair[1].0) <= 1 && pair[0].1.abs_diff(pair[1].1) <= 1);
         }
+    }
+
+    /// A 40x30 grid at 0.1 m: free everywhere inside a wall ring, with the given rectangles (columns and rows,
+    /// end exclusive) set to `state`.
+    fn ring_grid(patches: &[([usize; 4], CellState)]) -> (GridFrame, Vec<CellState>) {
+        let frame = GridFrame { origin_x_m: 0.0, origin_y_m: 0.0, resolution_m: 0.1, width: 40, height: 30 };
+        let mut cells = vec![CellState::Free; frame.len()];
+        for row in 0..30 {
+            for col in 0..40 {
+                if row < 2 || col < 2 || row >= 28 || col >= 38 {
+                    cells[frame.index(col, row)] = CellState::Occupied;
+                }
+            }
+        }
+        for ([c0, r0, c1, r1], state) in patches {
+            for row in *r0..*r1 {
+                for col in *c0..*c1 {
+                    cells[frame.index(col as u32, row as u32)] = *state;
+                }
+            }
+        }
+        (frame, cells)
+    }
+
+    #[test]
+    fn enclosed_unseen_floor_is_filled_and_other_unknown_is_not() {
+        use CellState::{Free, Occupied, Unknown};
+        let (frame, mut cells) = ring_grid(&[
+            // A hole in the open floor (0.25 m²): filled.
+            ([5, 5, 10, 10], Unknown),
+            // A wardrobe: faces seen (occupied ring), inside never seen: stays unknown.
+            ([20, 5, 26, 11], Occupied),
+            ([21, 6, 25, 10], Unknown),
+            // A hole against the wall ring (border half free): filled.
+            ([2, 20, 8, 26], Unknown),
+            // Unknown reaching the grid's edge (outside the house, not enclosed): stays unknown.
+            ([30, 0, 34, 6], Unknown),
+            // A hole larger than the limit (0.5 m²): stays unknown.
+            ([14, 16, 24, 24], Unknown),
+            // Floor seen beyond a wall (outside, through a window) with unknown between the glimpses: its
+            // free border is not connected to where the camera walked, so it stays unknown.
+            ([28, 14, 37, 26], Occupied),
+            ([29, 15, 36, 25], Free),
+            ([31, 17, 34, 23], Unknown),
+        ]);
+        let before = cells.clone();
+        let walked = [frame.index(10, 15), frame.index(11, 15)];
+        let filled = fill_enclosed_holes(&mut cells, &frame, &walked, 50, 0.4);
+        let state = |c: u32, r: u32| cells[frame.index(c, r)];
+        assert_eq!(state(7, 7), Free);
+        assert_eq!(state(4, 23), Free);
+        assert_eq!(state(22, 8), Unknown, "inside of the wardrobe");
+        assert_eq!(state(31, 1), Unknown, "touches the edge");
+        assert_eq!(state(19, 20), Unknown, "too large");
+        assert_eq!(state(32, 20), Unknown, "beyond a wall");
+        assert_eq!(filled.iter().filter(|f| **f).count(), 25 + 36);
+        // Only unknown cells change, and exactly the filled ones.
+        for i in 0..cells.len() {
+            assert_eq!(filled[i], before[i] != cells[i], "cell {i}");
+            assert!(!filled[i] || before[i] == Unknown);
+        }
+        // Off: nothing changes.
+        let mut again = before.clone();
+        assert!(!fill_enclosed_holes(&mut again, &frame, &walked, 0, 0.4).iter().any(|f| *f));
+        // Where nobody walked, no floor counts as the house's: nothing is filled.
+        assert!(!fill_enclosed_holes(&mut again, &frame, &[], 50, 0.4).iter().any(|f| *f));
+        assert_eq!(again, before);
     }
 }

@@ -86,11 +86,15 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
     } else {
         grid.structure.clone()
     };
-    // Seeds: components of free cells away from structure and out of narrow passages.
-    let clearance = distance_transform(w, h, &free.iter().map(|f| !f).collect::<Vec<_>>());
+    // Seeds: components of seen free cells away from structure and out of narrow passages. Rooms are
+    // segmented on seen floor only: filled holes are floor no frame saw, which would widen passages (a hole
+    // beside a door joins the rooms on either side) and which a wall whose far face was never seen lets
+    // into the wrong room; they stay free but belong to no room.
+    let seen_free: Vec<bool> = (0..n).map(|i| free[i] && !grid.is_filled(i)).collect();
+    let clearance = distance_transform(w, h, &seen_free.iter().map(|f| !f).collect::<Vec<_>>());
     let min_clearance = (config.passage_clearance_m / frame.resolution_m) as f32;
     let seedable: Vec<bool> =
-        (0..n).map(|i| free[i] && !near_structure[i] && clearance[i] > min_clearance).collect();
+        (0..n).map(|i| seen_free[i] && !near_structure[i] && clearance[i] > min_clearance).collect();
     let mut component = vec![0u32; n];
     let mut sizes = vec![0usize];
     let mut queue = VecDeque::new();
@@ -131,13 +135,13 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
     }
     while let Some(i) = queue.pop_front() {
         for j in neighbours4(&frame, i) {
-            if free[j] && labels[j] == 0 {
+            if seen_free[j] && labels[j] == 0 {
                 labels[j] = labels[i];
                 queue.push_back(j);
             }
         }
     }
-    // Rooms meeting along a boundary wider than any door are one room.
+    // Rooms meeting along a boundary wider than any door are one room (doors are found on seen floor).
     let mut count = rooms as usize;
     loop {
         let doors = find_doors(&frame, &labels);
@@ -347,6 +351,36 @@ mod tests {
         assert!((seg.rooms[a].area_m2 - 12.0).abs() < 1.5, "{:?}", seg.rooms[a]);
         let graph = room_graph(&seg.rooms, &seg.doors);
         assert_eq!((graph.node_count(), graph.edge_count()), (2, 1));
+    }
+
+    #[test]
+    fn filled_floor_beside_a_door_neither_joins_rooms_nor_joins_a_room() {
+        let plan = GridPlan {
+            rooms: vec![vec![[0.0, 0.0, 4.0, 3.0]], vec![[4.0, 0.0, 7.0, 3.0]]],
+            doors: vec![([4.0, 1.5], 0.9)],
+        };
+        let mut grid = grid_from_plan(&plan, 0.05);
+        // The wall on either side of the door never seen and filled as floor: read as seen floor, the rooms
+        // would meet along 2 m, wider than any door.
+        let frame = grid.frame;
+        let mut filled = vec![false; frame.len()];
+        for (i, cell) in grid.cells.iter_mut().enumerate() {
+            let [x, y] =
+                frame.world_from_cell((i % frame.width as usize) as u32, (i / frame.width as usize) as u32);
+            if *cell == CellState::Occupied && (x - 4.0).abs() < 0.2 && (y - 1.5).abs() < 1.0 {
+                *cell = CellState::Free;
+                grid.structure[i] = false;
+                filled[i] = true;
+            }
+        }
+        grid.filled = filled.clone();
+        let seg = segment_rooms(&grid, &MapConfig::default());
+        assert_eq!(seg.rooms.len(), 2);
+        assert_eq!(edges(&seg), vec![[0, 1]]);
+        assert!(filled.iter().zip(&seg.labels).all(|(f, l)| !f || *l == 0), "filled cells have no room");
+        // Read as seen floor, the same grid is one room.
+        grid.filled.clear();
+        assert_eq!(segment_rooms(&grid, &MapConfig::default()).rooms.len(), 1);
     }
 
     #[test]

@@ -125,5 +125,5 @@ pub fn grid_from_plan(plan: &GridPlan, res: f64) -> OccupancyGrid {
             }
         }
     }
-    OccupancyGrid { frame, cells, structure, floor_z_m: 0.0, ceiling_z_m: 2.6 }
+    OccupancyGrid { frame, cells, structure, filled: Vec::new(), floor_z_m: 0.0, ceiling_z_m: 2.6 }
 }

@@ -58,6 +58,7 @@ pub(crate) fn two_room_map() -> SemanticMap {
             frame,
             structure: cells.iter().map(|c| *c == CellState::Occupied).collect(),
             cells,
+            filled: Vec::new(),
             floor_z_m: 0.0,
             ceiling_z_m: 2.6,
         },
