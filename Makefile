@@ -13,7 +13,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map baselines build
+.PHONY: help test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map bench-map-long baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench  renderer throughput against Open3D's RaycastingScene"
 	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
+	@echo "make bench-map-long  the same houses explored for 2-3 minutes"
 	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
 	@echo "make models      the map baseline's object classifier from 32 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
@@ -81,6 +82,11 @@ bench-slam: setup-bench build
 bench-map: build
 	test -d out/bench-map/data/bench || $(GST) generate --scenes 3 --seed 1 --out out/bench-map/data --config scripts/bench-map-generate.json
 	$(GST) bench map --split out/bench-map/data/bench --out out/bench-map
+
+# The same three houses walked for 2-3 minutes (the frame counts of the bench-slam recordings).
+bench-map-long: build
+	test -d out/bench-map-long/data/bench || $(GST) generate --scenes 3 --seed 1 --out out/bench-map-long/data --config scripts/bench-map-long-generate.json
+	$(GST) bench map --split out/bench-map-long/data/bench --out out/bench-map-long
 
 # The fixed 20-scene bench of baselines/RESULTS.md (seed 2026, baselines/bench/generate.json), then every
 # baseline configuration on it. Generated data and eval outputs are cached in out/baselines/ (resumable).
