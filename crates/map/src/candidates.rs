@@ -147,6 +147,8 @@ pub struct CandidateAccumulator {
     /// Chunk key → index in `chunks`.
     index: HashMap<[i32; 3], u32, BuildHasherDefault<KeyHasher>>,
     frames: u32,
+    /// The current frame's runs of samples in one voxel (key, colour sum, samples), kept for the allocation.
+    runs: Vec<([i32; 3], [u64; 3], u32)>,
 }
 
 /// Slots of the direct-mapped cache of chunk lookups that one frame's integration keeps: rows of samples
@@ -192,7 +194,8 @@ impl CandidateAccumulator {
         });
         // Neighbouring samples of a row mostly share a voxel and a chunk: sum each run of samples in one
         // voxel, then look each run of those in one chunk up once.
-        let mut runs: Vec<([i32; 3], [u64; 3], u32)> = Vec::new();
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
         for s in kept {
             let Some(&colour) = colours.get(s.pixel) else { continue };
             let key = voxel_key(s.point);
@@ -229,6 +232,7 @@ impl CandidateAccumulator {
             }
             start = end;
         }
+        self.runs = runs;
     }
 
     /// The index of a chunk in `chunks`, created empty if new.

@@ -11,7 +11,7 @@ use gst_core::{DepthImage, PinholeCamera, Pose3, RgbImage};
 use crate::candidates::{CandidateAccumulator, ObjectCandidate};
 use crate::grid::GridFrame;
 use crate::objects::{ObjectLandmark, ObjectMap, Observation};
-use crate::occupancy::{CellState, OccupancyAccumulator, OccupancyGrid, SampleRays};
+use crate::occupancy::{CellState, DepthSample, OccupancyAccumulator, OccupancyGrid, SampleRays};
 use crate::rooms::{Door, Room, RoomGraph, room_at, room_graph, segment_rooms};
 use crate::{MapConfig, MapError};
 
@@ -187,6 +187,8 @@ pub struct MapBuilder {
     camera: PinholeCamera,
     /// The camera's rays at the sampled pixels.
     rays: SampleRays,
+    /// The current frame's depth samples, kept between frames for its allocation.
+    samples: Vec<DepthSample>,
     map_from_world: Pose3,
     occupancy: OccupancyAccumulator,
     objects: ObjectMap,
@@ -206,6 +208,7 @@ impl MapBuilder {
             objects: ObjectMap::new(&config),
             candidates: CandidateAccumulator::new(),
             rays: SampleRays::new(&camera, config.pixel_stride as usize),
+            samples: Vec::new(),
             config,
             camera,
             map_from_world,
@@ -252,15 +255,17 @@ impl MapBuilder {
                         lap = now;
                     };
                     let stages = &mut self.stats.stages;
-                    let samples = self.rays.sample(depth, &map_from_camera);
+                    let samples = &mut self.samples;
+                    self.rays.sample_into(depth, &map_from_camera, samples);
+                    let samples = &samples[..];
                     stage(&mut stages.sampling);
-                    self.occupancy.integrate_samples(&samples, &map_from_camera);
+                    self.occupancy.integrate_samples(samples, &map_from_camera);
                     stage(&mut stages.occupancy);
                     // Colour of another size than the depth is ignored (the candidates need both).
                     if let (Some(rgb), Some(floor)) = (frame.rgb, self.occupancy.floor_z_m())
                         && (rgb.width(), rgb.height()) == (depth.width(), depth.height())
                     {
-                        self.candidates.integrate(&samples, rgb, floor);
+                        self.candidates.integrate(samples, rgb, floor);
                     }
                     stage(&mut stages.candidates);
                     self.objects.add_frame(

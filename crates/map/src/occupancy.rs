@@ -124,6 +124,9 @@ pub struct OccupancyAccumulator {
     frames: u32,
     /// The camera's floor position of every integrated frame (where the walker stood), map frame.
     camera_xy: Vec<[f64; 2]>,
+    /// Per-frame buffers, kept for their allocations.
+    floor_cells: Vec<(u32, u32)>,
+    obstacle_points: Vec<[f64; 3]>,
     floor_votes: Vec<u64>,
     ceiling_votes: Vec<u64>,
     surface: SurfaceField,
@@ -192,6 +195,8 @@ impl OccupancyAccumulator {
             stamps: Vec::new(),
             frames: 0,
             camera_xy: Vec::new(),
+            floor_cells: Vec::new(),
+            obstacle_points: Vec::new(),
             floor_votes: vec![0; bins],
             ceiling_votes: vec![0; bins],
             surface: SurfaceField::new(config),
@@ -343,11 +348,11 @@ impl OccupancyAccumulator {
     /// outside the configured depth range are skipped.
     pub(crate) fn integrate_samples(&mut self, samples: &[DepthSample], map_from_camera: &Pose3) {
         let (min_r, max_r) = (self.config.min_range_m, self.config.max_range_m);
-        let points: Vec<[f64; 3]> =
-            samples.iter().filter(|s| s.depth_m > min_r && s.depth_m < max_r).map(|s| s.point).collect();
+        let points =
+            || samples.iter().filter(move |s| s.depth_m > min_r && s.depth_m < max_r).map(|s| &s.point);
         let cam = map_from_camera.translation();
         // Height votes first, so that the very first frame is classified with its own floor.
-        for p in &points {
+        for p in points() {
             if p[2] < cam.z - FLOOR_VOTE_BELOW_CAMERA_M {
                 if let Some(b) = Self::bin_of(p[2]) {
                     self.floor_votes[b] += 1;
@@ -370,7 +375,7 @@ impl OccupancyAccumulator {
         self.frames += 1;
         self.camera_xy.push([cam.x, cam.y]);
         let (mut min, mut max) = ([cam.x, cam.y], [cam.x, cam.y]);
-        for p in &points {
+        for p in points() {
             min = [min[0].min(p[0]), min[1].min(p[1])];
             max = [max[0].max(p[0]), max[1].max(p[1])];
         }
@@ -392,10 +397,13 @@ impl OccupancyAccumulator {
         };
         let frame = self.frame;
         let Some(cam_cell) = frame.cell_from_world(cam.x, cam.y) else { return };
-        let mut floor_cells = Vec::new();
-        let mut obstacle_points = Vec::new();
+        // Buffers kept between frames for their allocations.
+        let mut floor_cells = std::mem::take(&mut self.floor_cells);
+        let mut obstacle_points = std::mem::take(&mut self.obstacle_points);
+        floor_cells.clear();
+        obstacle_points.clear();
         let mut kinds = [0usize; 4];
-        for p in &points {
+        for p in points() {
             let Some((col, row)) = frame.cell_from_world(p[0], p[1]) else { continue };
             let index = frame.index(col, row);
             let kind = classify(p[2]);
@@ -439,6 +447,8 @@ impl OccupancyAccumulator {
         for &end in &floor_cells {
             trace_line(cam_cell, end, |c, r| self.count(frame.index(c, r), 2));
         }
+        self.floor_cells = floor_cells;
+        self.obstacle_points = obstacle_points;
     }
 
     /// Fuses obstacle readings into the surface field: along each reading's ray, the voxels within the
@@ -674,28 +684,39 @@ impl SampleRays {
     /// over a frame's depth that occupancy and object candidates share. Empty when the depth is not the
     /// camera's size.
     pub(crate) fn sample(&self, depth: &DepthImage, map_from_camera: &Pose3) -> Vec<DepthSample> {
+        let mut samples = Vec::new();
+        self.sample_into(depth, map_from_camera, &mut samples);
+        samples
+    }
+
+    /// [`Self::sample`] into `samples` (cleared first), reusing its allocation from frame to frame.
+    pub(crate) fn sample_into(
+        &self,
+        depth: &DepthImage,
+        map_from_camera: &Pose3,
+        samples: &mut Vec<DepthSample>,
+    ) {
+        samples.clear();
         let data = depth.data();
         if (depth.width(), depth.height()) != (self.width, self.height) || data.len() != self.pixels() {
-            return Vec::new();
+            return;
         }
+        samples.reserve(self.rays.len());
         let r = map_from_camera.rotation_matrix();
         let t = map_from_camera.translation();
-        self.rays
-            .iter()
-            .filter_map(|&(pixel, [x, y])| {
-                let d = f64::from(data[pixel]);
-                if !(d.is_finite() && d > 0.0) {
-                    return None;
-                }
-                let (px, py) = (x * d, y * d);
-                let point = [
-                    r[(0, 0)] * px + r[(0, 1)] * py + r[(0, 2)] * d + t.x,
-                    r[(1, 0)] * px + r[(1, 1)] * py + r[(1, 2)] * d + t.y,
-                    r[(2, 0)] * px + r[(2, 1)] * py + r[(2, 2)] * d + t.z,
-                ];
-                Some(DepthSample { pixel, depth_m: d, point })
-            })
-            .collect()
+        samples.extend(self.rays.iter().filter_map(|&(pixel, [x, y])| {
+            let d = f64::from(data[pixel]);
+            if !(d.is_finite() && d > 0.0) {
+                return None;
+            }
+            let (px, py) = (x * d, y * d);
+            let point = [
+                r[(0, 0)] * px + r[(0, 1)] * py + r[(0, 2)] * d + t.x,
+                r[(1, 0)] * px + r[(1, 1)] * py + r[(1, 2)] * d + t.y,
+                r[(2, 0)] * px + r[(2, 1)] * py + r[(2, 2)] * d + t.z,
+            ];
+            Some(DepthSample { pixel, depth_m: d, point })
+        }));
     }
 
     fn pixels(&self) -> usize {
