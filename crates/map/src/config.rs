@@ -69,6 +69,12 @@ pub struct MapConfig {
     /// doors whose lintel was never seen still separate rooms, metres (default 0.2; larger values lose the
     /// seeds of cluttered rooms, 0.2–0.3 measured best on generated houses).
     pub passage_clearance_m: f64,
+    /// A seed region whose floor farther than this from walls and obstacles falls into two or more parts of
+    /// at least `min_room_area_m2` is split into those parts, metres (default 0.45: doors up to 0.9 m wide
+    /// separate rooms even where the wall above them was never seen; 0 turns it off). The parts grow back
+    /// over the floor between them, and rooms that then meet along more than `max_door_width_m` are one
+    /// room again.
+    pub door_clearance_m: f64,
     /// Rooms that meet along a boundary longer than this are one room (no door is that wide), metres
     /// (default 1.4).
     pub max_door_width_m: f64,
@@ -101,6 +107,7 @@ impl Default for MapConfig {
             min_room_area_m2: 1.0,
             structure_dilation_m: 0.1,
             passage_clearance_m: 0.2,
+            door_clearance_m: 0.45,
             max_door_width_m: 1.4,
             association_radius_m: 0.6,
             min_object_points: 20,
@@ -147,6 +154,9 @@ impl MapConfig {
         }
         if !(self.min_room_area_m2 >= 0.0 && self.structure_dilation_m >= 0.0) {
             return bad("min_room_area_m2 and structure_dilation_m must not be negative".into());
+        }
+        if !(self.door_clearance_m >= 0.0) {
+            return bad(format!("door_clearance_m {} must not be negative", self.door_clearance_m));
         }
         if !(self.passage_clearance_m >= 0.0 && self.max_door_width_m > 0.0) {
             return bad(

@@ -117,6 +117,18 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
         }
     }
     let min_cells = (config.min_room_area_m2 / frame.cell_area_m2()).ceil() as usize;
+    // Doors whose lintel was never seen: split seeds that only a door-wide passage joins.
+    let door = config.door_clearance_m;
+    if door > 0.0 {
+        split_at_doors(
+            &frame,
+            &clearance,
+            (door / frame.resolution_m) as f32,
+            min_cells.max(1),
+            &mut component,
+            &mut sizes,
+        );
+    }
     let mut room_of_component = vec![0u32; sizes.len()];
     let mut rooms = 0u32;
     for (c, &size) in sizes.iter().enumerate().skip(1) {
@@ -158,6 +170,66 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
             }
         }
         count -= 1;
+    }
+}
+
+/// Splits each seed component whose cells farther than `door` from non-floor fall into two or more parts of at
+/// least `min_cells`: the parts become the seeds (a door narrower than twice `door` joined them).
+fn split_at_doors(
+    frame: &GridFrame,
+    clearance: &[f32],
+    door: f32,
+    min_cells: usize,
+    component: &mut [u32],
+    sizes: &mut Vec<usize>,
+) {
+    let n = component.len();
+    let mut sub = vec![0u32; n];
+    let mut sub_sizes = vec![0usize];
+    let mut sub_parent = vec![0u32];
+    let mut queue = VecDeque::new();
+    for start in 0..n {
+        if component[start] == 0 || clearance[start] <= door || sub[start] != 0 {
+            continue;
+        }
+        let id = sub_sizes.len() as u32;
+        sub_sizes.push(0);
+        sub_parent.push(component[start]);
+        sub[start] = id;
+        queue.push_back(start);
+        while let Some(i) = queue.pop_front() {
+            sub_sizes[id as usize] += 1;
+            for j in neighbours4(frame, i) {
+                if component[j] != 0 && clearance[j] > door && sub[j] == 0 {
+                    sub[j] = id;
+                    queue.push_back(j);
+                }
+            }
+        }
+    }
+    let mut big_parts = vec![0usize; sizes.len()];
+    for (k, &size) in sub_sizes.iter().enumerate().skip(1) {
+        if size >= min_cells {
+            big_parts[sub_parent[k] as usize] += 1;
+        }
+    }
+    let mut new_id = vec![0u32; sub_sizes.len()];
+    for (k, &size) in sub_sizes.iter().enumerate().skip(1) {
+        if size >= min_cells && big_parts[sub_parent[k] as usize] >= 2 {
+            new_id[k] = sizes.len() as u32;
+            sizes.push(size);
+        }
+    }
+    for i in 0..n {
+        let c = component[i] as usize;
+        if c != 0 && big_parts[c] >= 2 {
+            component[i] = new_id[sub[i] as usize];
+        }
+    }
+    for (c, parts) in big_parts.iter().enumerate() {
+        if *parts >= 2 {
+            sizes[c] = 0;
+        }
     }
 }
 
@@ -381,6 +453,24 @@ mod tests {
         // Read as seen floor, the same grid is one room.
         grid.filled.clear();
         assert_eq!(segment_rooms(&grid, &MapConfig::default()).rooms.len(), 1);
+    }
+
+    #[test]
+    fn a_door_whose_lintel_was_never_seen_still_separates_rooms() {
+        let plan = GridPlan {
+            rooms: vec![vec![[0.0, 0.0, 4.0, 3.0]], vec![[4.0, 0.0, 7.0, 3.0]]],
+            doors: vec![([4.0, 1.5], 0.8)],
+        };
+        let mut grid = grid_from_plan(&plan, 0.05);
+        grid.structure = vec![false; grid.frame.len()];
+        let off = MapConfig { door_clearance_m: 0.0, ..MapConfig::default() };
+        assert_eq!(segment_rooms(&grid, &off).rooms.len(), 1, "joined through the door without the split");
+        let seg = segment_rooms(&grid, &MapConfig::default());
+        assert_eq!(seg.rooms.len(), 2);
+        assert_eq!(edges(&seg), vec![[0, 1]]);
+        let (a, b) = (room_of(&seg, &grid, 2.0, 1.5), room_of(&seg, &grid, 5.5, 1.5));
+        assert_ne!(a, b);
+        assert!((seg.rooms[a].area_m2 - 12.0).abs() < 1.5 && (seg.rooms[b].area_m2 - 9.0).abs() < 1.5);
     }
 
     #[test]
