@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use gst_core::{DepthImage, PinholeCamera, Pose3};
 
 use crate::MapConfig;
-use crate::grid::GridFrame;
+use crate::grid::{GridFrame, neighbours4};
 
 /// Bins of the height histograms, metres.
 const HISTOGRAM_BIN_M: f64 = 0.01;
@@ -560,15 +560,6 @@ pub(crate) fn fill_enclosed_holes(
     if max_cells == 0 || w < 3 || h < 3 {
         return filled;
     }
-    let neighbours = |k: usize| {
-        let (col, row) = (k % w, k / w);
-        [
-            (col > 0).then(|| k - 1),
-            (col < w - 1).then_some(k + 1),
-            (row > 0).then(|| k - w),
-            (row < h - 1).then_some(k + w),
-        ]
-    };
     let mut reachable = vec![false; cells.len()];
     let mut stack: Vec<usize> =
         walked.iter().copied().filter(|&k| k < cells.len() && cells[k] == CellState::Free).collect();
@@ -576,7 +567,7 @@ pub(crate) fn fill_enclosed_holes(
         reachable[k] = true;
     }
     while let Some(k) = stack.pop() {
-        for n in neighbours(k).into_iter().flatten() {
+        for n in neighbours4(frame, k) {
             if !reachable[n] && cells[n] == CellState::Free {
                 reachable[n] = true;
                 stack.push(n);
@@ -597,7 +588,7 @@ pub(crate) fn fill_enclosed_holes(
             region.push(k);
             let (col, row) = (k % w, k / w);
             enclosed &= col > 0 && row > 0 && col < w - 1 && row < h - 1;
-            for n in neighbours(k).into_iter().flatten() {
+            for n in neighbours4(frame, k) {
                 match cells[n] {
                     CellState::Free if reachable[n] => free_sides += 1,
                     CellState::Free | CellState::Occupied => other_sides += 1,

@@ -95,27 +95,7 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
     let min_clearance = (config.passage_clearance_m / frame.resolution_m) as f32;
     let seedable: Vec<bool> =
         (0..n).map(|i| seen_free[i] && !near_structure[i] && clearance[i] > min_clearance).collect();
-    let mut component = vec![0u32; n];
-    let mut sizes = vec![0usize];
-    let mut queue = VecDeque::new();
-    for start in 0..n {
-        if !seedable[start] || component[start] != 0 {
-            continue;
-        }
-        let id = sizes.len() as u32;
-        sizes.push(0);
-        component[start] = id;
-        queue.push_back(start);
-        while let Some(i) = queue.pop_front() {
-            sizes[id as usize] += 1;
-            for j in neighbours4(&frame, i) {
-                if seedable[j] && component[j] == 0 {
-                    component[j] = id;
-                    queue.push_back(j);
-                }
-            }
-        }
-    }
+    let (mut component, mut sizes) = components(&frame, &seedable);
     let min_cells = (config.min_room_area_m2 / frame.cell_area_m2()).ceil() as usize;
     // Doors whose lintel was never seen: split seeds that only a door-wide passage joins.
     let door = config.door_clearance_m;
@@ -139,6 +119,7 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
     }
     // Wavefront through free cells from every seed at once.
     let mut labels = vec![0u32; n];
+    let mut queue = VecDeque::new();
     for i in 0..n {
         if component[i] != 0 && room_of_component[component[i] as usize] != 0 {
             labels[i] = room_of_component[component[i] as usize];
@@ -173,6 +154,33 @@ pub fn segment_rooms(grid: &OccupancyGrid, config: &MapConfig) -> RoomSegmentati
     }
 }
 
+/// 4-connected components of the `mask` cells, numbered from 1 in scan order (0 outside the mask), and their
+/// sizes (`sizes[0]` unused).
+fn components(frame: &GridFrame, mask: &[bool]) -> (Vec<u32>, Vec<usize>) {
+    let mut labels = vec![0u32; mask.len()];
+    let mut sizes = vec![0usize];
+    let mut queue = VecDeque::new();
+    for start in 0..mask.len() {
+        if !mask[start] || labels[start] != 0 {
+            continue;
+        }
+        let id = sizes.len() as u32;
+        sizes.push(0);
+        labels[start] = id;
+        queue.push_back(start);
+        while let Some(i) = queue.pop_front() {
+            sizes[id as usize] += 1;
+            for j in neighbours4(frame, i) {
+                if mask[j] && labels[j] == 0 {
+                    labels[j] = id;
+                    queue.push_back(j);
+                }
+            }
+        }
+    }
+    (labels, sizes)
+}
+
 /// Splits each seed component whose cells farther than `door` from non-floor fall into two or more parts of at
 /// least `min_cells`: the parts become the seeds (a door narrower than twice `door` joined them).
 fn split_at_doors(
@@ -184,28 +192,12 @@ fn split_at_doors(
     sizes: &mut Vec<usize>,
 ) {
     let n = component.len();
-    let mut sub = vec![0u32; n];
-    let mut sub_sizes = vec![0usize];
-    let mut sub_parent = vec![0u32];
-    let mut queue = VecDeque::new();
-    for start in 0..n {
-        if component[start] == 0 || clearance[start] <= door || sub[start] != 0 {
-            continue;
-        }
-        let id = sub_sizes.len() as u32;
-        sub_sizes.push(0);
-        sub_parent.push(component[start]);
-        sub[start] = id;
-        queue.push_back(start);
-        while let Some(i) = queue.pop_front() {
-            sub_sizes[id as usize] += 1;
-            for j in neighbours4(frame, i) {
-                if component[j] != 0 && clearance[j] > door && sub[j] == 0 {
-                    sub[j] = id;
-                    queue.push_back(j);
-                }
-            }
-        }
+    let deep: Vec<bool> = (0..n).map(|i| component[i] != 0 && clearance[i] > door).collect();
+    let (sub, sub_sizes) = components(frame, &deep);
+    // Each part lies inside one component.
+    let mut sub_parent = vec![0u32; sub_sizes.len()];
+    for i in 0..n {
+        sub_parent[sub[i] as usize] = component[i];
     }
     let mut big_parts = vec![0usize; sizes.len()];
     for (k, &size) in sub_sizes.iter().enumerate().skip(1) {
@@ -403,13 +395,18 @@ mod tests {
         room_at(&grid.frame, &seg.labels, x, y, 0.2).unwrap()
     }
 
-    #[test]
-    fn two_rectangles_and_a_door() {
+    /// Two rooms, 4 m x 3 m and 3 m x 3 m, and a door of `width` in the wall between them at (4, 1.5).
+    fn two_rooms(door_width_m: f64) -> OccupancyGrid {
         let plan = GridPlan {
             rooms: vec![vec![[0.0, 0.0, 4.0, 3.0]], vec![[4.0, 0.0, 7.0, 3.0]]],
-            doors: vec![([4.0, 1.5], 0.9)],
+            doors: vec![([4.0, 1.5], door_width_m)],
         };
-        let grid = grid_from_plan(&plan, 0.05);
+        grid_from_plan(&plan, 0.05)
+    }
+
+    #[test]
+    fn two_rectangles_and_a_door() {
+        let grid = two_rooms(0.9);
         let seg = segment_rooms(&grid, &MapConfig::default());
         assert_eq!(seg.rooms.len(), 2);
         assert_eq!(edges(&seg), vec![[0, 1]]);
@@ -427,11 +424,7 @@ mod tests {
 
     #[test]
     fn filled_floor_beside_a_door_neither_joins_rooms_nor_joins_a_room() {
-        let plan = GridPlan {
-            rooms: vec![vec![[0.0, 0.0, 4.0, 3.0]], vec![[4.0, 0.0, 7.0, 3.0]]],
-            doors: vec![([4.0, 1.5], 0.9)],
-        };
-        let mut grid = grid_from_plan(&plan, 0.05);
+        let mut grid = two_rooms(0.9);
         // The wall on either side of the door never seen and filled as floor: read as seen floor, the rooms
         // would meet along 2 m, wider than any door.
         let frame = grid.frame;
@@ -457,11 +450,7 @@ mod tests {
 
     #[test]
     fn a_door_whose_lintel_was_never_seen_still_separates_rooms() {
-        let plan = GridPlan {
-            rooms: vec![vec![[0.0, 0.0, 4.0, 3.0]], vec![[4.0, 0.0, 7.0, 3.0]]],
-            doors: vec![([4.0, 1.5], 0.8)],
-        };
-        let mut grid = grid_from_plan(&plan, 0.05);
+        let mut grid = two_rooms(0.8);
         grid.structure = vec![false; grid.frame.len()];
         let off = MapConfig { door_clearance_m: 0.0, ..MapConfig::default() };
         assert_eq!(segment_rooms(&grid, &off).rooms.len(), 1, "joined through the door without the split");
