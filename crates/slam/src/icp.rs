@@ -1,9 +1,12 @@
 //! Point-to-plane ICP with projective data association (KinectFusion style): refines the pose of a depth
-//! frame against a keyframe's depth, both subsampled.
+//! frame against a keyframe's depth, both subsampled. With the keyframe's grey levels
+//! ([`IntensityModel`]) and the frame points' own, the fine iterations add a photometric term (as the
+//! hybrid RGB-D odometry of Steinbrücker et al. and Open3D): the colour, which depth noise does not touch,
+//! then pins the pose where the noisy surfaces leave it loose.
 
 use nalgebra::{Isometry3, Matrix6, Point3, Vector6};
 
-use gst_core::{DepthImage, PinholeCamera};
+use gst_core::{DepthImage, PinholeCamera, RgbImage};
 
 use crate::optimize::perturb;
 
@@ -20,6 +23,18 @@ pub struct DepthGrid {
     cy: f64,
     /// Depth in metres, 0 where missing or out of range.
     z: Vec<f32>,
+    /// Grey level in [0, 1] at the same pixels ([`Self::with_intensity`]), NaN where the image is flat there;
+    /// empty when not sampled.
+    intensity: Vec<f32>,
+}
+
+/// Fewest grey-level differences (|x| + |y| central differences over 2 pixels, grey in [0, 1]) at a pixel
+/// that joins the photometric term.
+pub const MIN_TEXTURE: f32 = 0.02;
+
+/// Grey level in [0, 1] of an RGB pixel (the weights ORB extraction uses).
+pub fn grey(p: [u8; 3]) -> f32 {
+    (0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])) / 255.0
 }
 
 impl DepthGrid {
@@ -44,7 +59,41 @@ impl DepthGrid {
             cx: (camera.cx - offset) / s,
             cy: (camera.cy - offset) / s,
             z,
+            intensity: Vec::new(),
         }
+    }
+
+    /// The grid with the grey level of `rgb` (same size as the depth) at each of its pixels where the image
+    /// is textured, smoothed as the keyframe side ([`IntensityModel`]): the frame side of the photometric
+    /// term ([`align_hybrid`]). Flat pixels ([`MIN_TEXTURE`]) would cost as much and tell nothing.
+    pub fn with_intensity(mut self, rgb: &RgbImage, step: u32) -> Self {
+        let step = step.max(1);
+        let (w, h) = (rgb.width() as usize, rgb.height() as usize);
+        let data = rgb.data();
+        self.intensity = (0..self.height)
+            .flat_map(|y| (0..self.width).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let (px, py) = ((x as u32 * step + step / 2) as usize, (y as u32 * step + step / 2) as usize);
+                if px == 0 || py == 0 || px + 1 >= w || py + 1 >= h {
+                    return f32::NAN;
+                }
+                let at = |dx: isize, dy: isize| {
+                    grey(data[(py as isize + dy) as usize * w + (px as isize + dx) as usize])
+                };
+                if (at(1, 0) - at(-1, 0)).abs() + (at(0, 1) - at(0, -1)).abs() < MIN_TEXTURE {
+                    return f32::NAN;
+                }
+                let mut sum = 0.0;
+                for (dy, wy) in [(-1isize, 1.0), (0, 2.0), (1, 1.0)] {
+                    for (dx, wx) in [(-1isize, 1.0), (0, 2.0), (1, 1.0)] {
+                        let i = (py as isize + dy) as usize * w + (px as isize + dx) as usize;
+                        sum += wx * wy * grey(data[i]);
+                    }
+                }
+                sum / 16.0
+            })
+            .collect();
+        self
     }
 
     fn vertex(&self, x: usize, y: usize) -> Option<Point3<f32>> {
@@ -65,6 +114,106 @@ impl DepthGrid {
             .filter_map(|(x, y)| self.vertex(x, y))
             .collect()
     }
+
+    /// The grid without its grey levels (what a keyframe keeps).
+    pub fn without_intensity(mut self) -> Self {
+        self.intensity = Vec::new();
+        self
+    }
+
+    /// The grid's points where the image is textured, with their grey levels ([`Self::with_intensity`];
+    /// none when not sampled).
+    pub fn textured_points(&self) -> (Vec<Point3<f32>>, Vec<f32>) {
+        if self.intensity.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        (0..self.height)
+            .flat_map(|y| (0..self.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| !self.intensity[y * self.width + x].is_nan())
+            .filter_map(|(x, y)| self.vertex(x, y).map(|v| (v, self.intensity[y * self.width + x])))
+            .unzip()
+    }
+}
+
+/// A 3x3 binomial ([1 2 1]², /16) blur; the border keeps its values.
+fn binomial_blur(values: &[f32], width: usize, height: usize) -> Vec<f32> {
+    let mut rows = values.to_vec();
+    for y in 0..height {
+        for x in 1..width.saturating_sub(1) {
+            let i = y * width + x;
+            rows[i] = (values[i - 1] + 2.0 * values[i] + values[i + 1]) / 4.0;
+        }
+    }
+    let mut out = rows.clone();
+    for y in 1..height.saturating_sub(1) {
+        for x in 0..width {
+            let i = y * width + x;
+            out[i] = (rows[i - width] + 2.0 * rows[i] + rows[i + width]) / 4.0;
+        }
+    }
+    out
+}
+
+/// A keyframe's grey levels and their gradients at full resolution, the target of the photometric term.
+#[derive(Clone, Debug)]
+pub struct IntensityModel {
+    width: usize,
+    height: usize,
+    fx: f64,
+    fy: f64,
+    cx: f64,
+    cy: f64,
+    /// Per pixel the smoothed grey level in [0, 1] and its x and y derivatives (central differences, per pixel).
+    pixels: Vec<[f32; 3]>,
+}
+
+impl IntensityModel {
+    pub fn new(camera: &PinholeCamera, rgb: &RgbImage) -> Self {
+        let (width, height) = (rgb.width() as usize, rgb.height() as usize);
+        let raw: Vec<f32> = rgb.data().iter().map(|&p| grey(p)).collect();
+        // A 3x3 binomial blur first (the frame side samples the same): rendered and real textures are not
+        // band-limited, and bilinear interpolation of the raw pixels biases sub-pixel alignment.
+        let grey_levels = binomial_blur(&raw, width, height);
+        let mut pixels = vec![[0.0f32; 3]; width * height];
+        for y in 0..height {
+            for x in 0..width {
+                let i = y * width + x;
+                pixels[i][0] = grey_levels[i];
+                if x == 0 || y == 0 || x + 1 == width || y + 1 == height {
+                    continue;
+                }
+                let at = |dx: isize, dy: isize| {
+                    grey_levels[(y as isize + dy) as usize * width + (x as isize + dx) as usize]
+                };
+                pixels[i][1] = (at(1, 0) - at(-1, 0)) / 2.0;
+                pixels[i][2] = (at(0, 1) - at(0, -1)) / 2.0;
+            }
+        }
+        Self { width, height, fx: camera.fx, fy: camera.fy, cx: camera.cx, cy: camera.cy, pixels }
+    }
+
+    /// Grey level and gradient at sub-pixel `(x, y)`, bilinear; `None` outside the interior.
+    fn sample(&self, x: f64, y: f64) -> Option<[f64; 3]> {
+        if !(x >= 1.0 && y >= 1.0 && x < (self.width - 2) as f64 && y < (self.height - 2) as f64) {
+            return None;
+        }
+        let (x0, y0) = (x as usize, y as usize);
+        let (ax, ay) = (x - x0 as f64, y - y0 as f64);
+        let i = y0 * self.width + x0;
+        let (a, b, c, d) = (
+            self.pixels[i],
+            self.pixels[i + 1],
+            self.pixels[i + self.width],
+            self.pixels[i + self.width + 1],
+        );
+        let mut out = [0.0; 3];
+        for k in 0..3 {
+            let top = f64::from(a[k]) * (1.0 - ax) + f64::from(b[k]) * ax;
+            let bottom = f64::from(c[k]) * (1.0 - ax) + f64::from(d[k]) * ax;
+            out[k] = top * (1.0 - ay) + bottom * ay;
+        }
+        Some(out)
+    }
 }
 
 /// A depth grid as vertex and normal maps, the target of an alignment.
@@ -79,6 +228,8 @@ pub struct DepthModel {
     /// Per grid cell its vertex and unit normal (x, y, z, nx, ny, nz) in one array, so that a lookup
     /// touches one cache line; NaN where the cell has no vertex or no normal.
     surfels: Vec<[f32; 6]>,
+    /// The keyframe's grey levels, for the photometric term ([`Self::with_intensity`]).
+    intensity: Option<IntensityModel>,
 }
 
 impl DepthModel {
@@ -115,7 +266,13 @@ impl DepthModel {
                 }
             }
         }
-        Self { width, height, fx: grid.fx, fy: grid.fy, cx: grid.cx, cy: grid.cy, surfels }
+        Self { width, height, fx: grid.fx, fy: grid.fy, cx: grid.cx, cy: grid.cy, surfels, intensity: None }
+    }
+
+    /// The model with its keyframe's grey levels: alignments with frame intensities add a photometric term.
+    pub fn with_intensity(mut self, intensity: IntensityModel) -> Self {
+        self.intensity = Some(intensity);
+        self
     }
 
     /// The vertex and normal of the cell a point (in the model's camera frame) projects to.
@@ -148,7 +305,15 @@ struct Normal {
 impl Normal {
     const ZERO: Self = Self { h: [0.0; 21], g: [0.0; 6], count: 0, sse: 0.0 };
 
+    /// Adds a point-to-plane residual (counted, and in the squared sum).
     fn add(&mut self, j: &[f64; 6], r: f64, weight: f64) {
+        self.add_term(j, r, weight);
+        self.sse += r * r;
+        self.count += 1;
+    }
+
+    /// Adds a residual to the normal equations only (the photometric term).
+    fn add_term(&mut self, j: &[f64; 6], r: f64, weight: f64) {
         let mut k = 0;
         for a in 0..6 {
             let wa = weight * j[a];
@@ -158,8 +323,6 @@ impl Normal {
                 k += 1;
             }
         }
-        self.sse += r * r;
-        self.count += 1;
     }
 
     fn matrix(&self) -> Matrix6<f64> {
@@ -193,6 +356,20 @@ pub struct IcpResult {
     pub conditioning: f64,
 }
 
+/// The frame side of the photometric term of [`align_hybrid`]: points (in the frame's camera, usually denser
+/// than the geometric ones) with their grey levels.
+#[derive(Clone, Copy, Debug)]
+pub struct Photometric<'a> {
+    pub points: &'a [Point3<f32>],
+    /// The grey level of each point (in [0, 1], as [`DepthGrid::with_intensity`] samples it).
+    pub intensities: &'a [f32],
+    /// Weight of a squared grey-level residual against a squared point-to-plane residual in metres.
+    pub weight: f64,
+}
+
+/// Grey-level residual where the photometric term's Huber kernel turns linear.
+const PHOTOMETRIC_HUBER: f64 = 0.05;
+
 /// Refines `model_from_frame` (points of the frame into the model's camera frame) by point-to-plane ICP.
 pub fn align(
     model: &DepthModel,
@@ -201,11 +378,63 @@ pub fn align(
     max_distance_m: f64,
     iterations: usize,
 ) -> Option<IcpResult> {
+    align_hybrid(model, points, None, model_from_frame, max_distance_m, iterations)
+}
+
+/// A point of the frame in the model's camera (`r`, `o`: rotation and translation of model_from_frame), and
+/// the model's surfel it is associated with when that lies within `gate2` (squared metres).
+#[inline]
+fn associate<'m>(
+    model: &'m DepthModel,
+    r: &nalgebra::Matrix3<f64>,
+    o: &nalgebra::Vector3<f64>,
+    q: &Point3<f32>,
+    gate2: f64,
+) -> Option<([f64; 3], &'m [f32; 6])> {
+    let (x, y, z) = (f64::from(q.x), f64::from(q.y), f64::from(q.z));
+    let p = [
+        r[(0, 0)] * x + r[(0, 1)] * y + r[(0, 2)] * z + o.x,
+        r[(1, 0)] * x + r[(1, 1)] * y + r[(1, 2)] * z + o.y,
+        r[(2, 0)] * x + r[(2, 1)] * y + r[(2, 2)] * z + o.z,
+    ];
+    let s = model.lookup(p)?;
+    let d = [p[0] - f64::from(s[0]), p[1] - f64::from(s[1]), p[2] - f64::from(s[2])];
+    (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= gate2).then_some((p, s))
+}
+
+/// The Jacobian row of a residual `g · p` of a point `p` under a left perturbation (translation, rotation).
+#[inline]
+fn jacobian(p: &[f64; 3], g: &[f64; 3]) -> [f64; 6] {
+    [g[0], g[1], g[2], p[1] * g[2] - p[2] * g[1], p[2] * g[0] - p[0] * g[2], p[0] * g[1] - p[1] * g[0]]
+}
+
+/// [`align`] with a photometric term (coarse iterations on a subset as well) when the model has its keyframe's grey levels
+/// ([`DepthModel::with_intensity`]) and `photometric` gives points of the frame with their own: each of
+/// them on the model's surface (within the association gate, so not hidden in the keyframe) adds the
+/// difference between the keyframe's grey level where it projects and its own.
+pub fn align_hybrid(
+    model: &DepthModel,
+    points: &[Point3<f32>],
+    photometric: Option<Photometric<'_>>,
+    model_from_frame: &mut Isometry3<f64>,
+    max_distance_m: f64,
+    iterations: usize,
+) -> Option<IcpResult> {
+    let photometric = photometric
+        .filter(|p| p.weight > 0.0 && p.intensities.len() == p.points.len())
+        .and_then(|p| model.intensity.as_ref().map(|image| (image, p)));
     let mut pose = *model_from_frame;
     let mut result = None;
     // Coarse to fine: all but the last two iterations use a subset of the points.
     let stride = points.len().div_ceil(COARSE_POINTS).max(1);
     let coarse: Vec<Point3<f32>> = points.iter().step_by(stride).copied().collect();
+    let coarse_photometric: Option<(Vec<Point3<f32>>, Vec<f32>)> = photometric.map(|(_, p)| {
+        let stride = p.points.len().div_ceil(COARSE_POINTS).max(1);
+        (
+            p.points.iter().step_by(stride).copied().collect(),
+            p.intensities.iter().step_by(stride).copied().collect(),
+        )
+    });
     let mut coarse_phase = true;
     for iteration in 0..iterations {
         let use_coarse = coarse_phase && iteration + 2 < iterations;
@@ -217,36 +446,38 @@ pub fn align(
         let gate2 = gate * gate;
         let r = pose.rotation.to_rotation_matrix().into_inner();
         let o = pose.translation.vector;
-        let accumulate = |mut sums: Normal, q: &Point3<f32>| {
-            let (x, y, z) = (f64::from(q.x), f64::from(q.y), f64::from(q.z));
-            let p = [
-                r[(0, 0)] * x + r[(0, 1)] * y + r[(0, 2)] * z + o.x,
-                r[(1, 0)] * x + r[(1, 1)] * y + r[(1, 2)] * z + o.y,
-                r[(2, 0)] * x + r[(2, 1)] * y + r[(2, 2)] * z + o.z,
-            ];
-            let Some(s) = model.lookup(p) else { return sums };
-            let d = [p[0] - f64::from(s[0]), p[1] - f64::from(s[1]), p[2] - f64::from(s[2])];
-            if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > gate2 {
-                return sums;
-            }
-            let n = [f64::from(s[3]), f64::from(s[4]), f64::from(s[5])];
-            let residual = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
-            // Huber at 1 cm.
-            let weight = if residual.abs() < 0.01 { 1.0 } else { 0.01 / residual.abs() };
-            let j = [
-                n[0],
-                n[1],
-                n[2],
-                p[1] * n[2] - p[2] * n[1],
-                p[2] * n[0] - p[0] * n[2],
-                p[0] * n[1] - p[1] * n[0],
-            ];
-            sums.add(&j, residual, weight);
-            sums
-        };
         // One thread: a frame's few thousand points take well under a millisecond an iteration, less than
         // handing them to a pool shared with the other pipeline stages costs.
-        let sums = points.iter().fold(Normal::ZERO, accumulate);
+        let mut sums = Normal::ZERO;
+        for q in points {
+            let Some((p, s)) = associate(model, &r, &o, q, gate2) else { continue };
+            let n = [f64::from(s[3]), f64::from(s[4]), f64::from(s[5])];
+            let residual = n[0] * (p[0] - f64::from(s[0]))
+                + n[1] * (p[1] - f64::from(s[1]))
+                + n[2] * (p[2] - f64::from(s[2]));
+            // Huber at 1 cm.
+            let weight = if residual.abs() < 0.01 { 1.0 } else { 0.01 / residual.abs() };
+            sums.add(&jacobian(&p, &n), residual, weight);
+        }
+        if let Some((image, frame)) = photometric {
+            let (photometric_points, levels) = match &coarse_photometric {
+                Some((p, l)) if use_coarse => (&p[..], &l[..]),
+                _ => (frame.points, frame.intensities),
+            };
+            for (q, &level) in photometric_points.iter().zip(levels) {
+                let Some((p, _)) = associate(model, &r, &o, q, gate2) else { continue };
+                let inverse = 1.0 / p[2];
+                let (u, v) = (image.fx * p[0] * inverse + image.cx, image.fy * p[1] * inverse + image.cy);
+                let Some([predicted, gx, gy]) = image.sample(u, v) else { continue };
+                let residual = predicted - f64::from(level);
+                // d(grey)/d(point): the image gradient through the projection's Jacobian.
+                let (a, b) = (gx * image.fx * inverse, gy * image.fy * inverse);
+                let g = [a, b, -(a * p[0] + b * p[1]) * inverse];
+                let huber =
+                    if residual.abs() < PHOTOMETRIC_HUBER { 1.0 } else { PHOTOMETRIC_HUBER / residual.abs() };
+                sums.add_term(&jacobian(&p, &g), residual, frame.weight * huber);
+            }
+        }
         let (h, g, count, sse) = (sums.matrix(), Vector6::from(sums.g), sums.count, sums.sse);
         if count < min_count {
             return None;
@@ -334,6 +565,61 @@ mod tests {
             DepthModel::new(&DepthGrid::new(&camera, &room_depth(&camera, &a), model_step, (0.1, 10.0)));
         let points = DepthGrid::new(&camera, &room_depth(&camera, &b), points_step, (0.1, 10.0)).points();
         (model, points, a.inverse() * b)
+    }
+
+    /// Depth and colour of a flat wall (the plane y = 2) carrying a smooth grey pattern, seen from a pose
+    /// looking at it.
+    fn textured_wall(camera: &PinholeCamera, world_from_camera: &Isometry3<f64>) -> (DepthImage, RgbImage) {
+        let (mut depth, mut rgb) = (Vec::new(), Vec::new());
+        for y in 0..camera.height {
+            for x in 0..camera.width {
+                let ray_c = camera.ray(&nalgebra::Point2::new(f64::from(x), f64::from(y)));
+                let dir = world_from_camera.rotation * ray_c;
+                let o = world_from_camera.translation.vector;
+                let s = (2.0 - o.y) / dir.y;
+                let hit = o + s * dir;
+                let tau = std::f64::consts::TAU;
+                let level = 0.5 + 0.4 * (tau * hit.x / 0.3).sin() * (tau * hit.z / 0.25).sin();
+                let g = (255.0 * level).round() as u8;
+                depth.push((s * ray_c.z) as f32);
+                rgb.push([g, g, g]);
+            }
+        }
+        let (w, h) = (camera.width, camera.height);
+        (Image::from_vec(w, h, depth).expect("size"), Image::from_vec(w, h, rgb).expect("size"))
+    }
+
+    #[test]
+    fn the_photometric_term_pins_what_a_flat_wall_leaves_loose() {
+        let camera = PinholeCamera::gst_benchmark();
+        let look = UnitQuaternion::from_euler_angles(-std::f64::consts::FRAC_PI_2, 0.0, 0.0);
+        let a = Isometry3::from_parts(Translation3::new(0.0, 0.0, 1.2), look);
+        // Slid along the wall and turned about its normal: nothing the wall's geometry can see.
+        let b = Isometry3::from_parts(
+            Translation3::new(0.04, 0.0, 1.2 - 0.03),
+            UnitQuaternion::from_euler_angles(0.0, 0.02, 0.0) * look,
+        );
+        let truth = a.inverse() * b;
+        let (depth_a, rgb_a) = textured_wall(&camera, &a);
+        let (depth_b, rgb_b) = textured_wall(&camera, &b);
+        let model = DepthModel::new(&DepthGrid::new(&camera, &depth_a, 2, (0.1, 10.0)))
+            .with_intensity(IntensityModel::new(&camera, &rgb_a));
+        let grid = DepthGrid::new(&camera, &depth_b, 4, (0.1, 10.0));
+        let dense = DepthGrid::new(&camera, &depth_b, 2, (0.1, 10.0)).with_intensity(&rgb_b, 2);
+        let (points, intensities) = dense.textured_points();
+        assert!(points.len() > 10_000, "{} textured points", points.len());
+
+        // Depth alone: the wall leaves the slide and the turn unconstrained.
+        let mut geometric = Isometry3::identity();
+        let result = align(&model, &grid.points(), &mut geometric, 0.2, 10);
+        assert!(result.is_none_or(|r| r.conditioning < 1e-3), "{result:?}");
+
+        let mut hybrid = Isometry3::identity();
+        let photometric = Photometric { points: &points, intensities: &intensities, weight: 0.1 };
+        let result = align_hybrid(&model, &grid.points(), Some(photometric), &mut hybrid, 0.2, 10);
+        let error = hybrid.inverse() * truth;
+        let (metres, degrees) = (error.translation.vector.norm(), error.rotation.angle().to_degrees());
+        assert!(metres < 2e-3 && degrees < 0.1, "hybrid off by {metres} m, {degrees}°: {result:?}");
     }
 
     #[test]
