@@ -74,6 +74,10 @@ pub struct SlamBenchArgs {
     /// Print the report as JSON instead of a table (bench.json is written either way).
     #[arg(long)]
     pub json: bool,
+    /// Our SLAM's settings as JSON (a `SlamConfig`, as `gst slam --config`; missing fields take their
+    /// defaults): to compare settings on the same files. The runs and bench.json in --out are replaced.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     pub furniture: FurnitureArgs,
 }
@@ -92,6 +96,9 @@ pub struct SlamRunArgs {
     pub report: PathBuf,
     #[arg(long)]
     pub max_frames: Option<usize>,
+    /// Our SLAM's settings (JSON `SlamConfig`); default settings without it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 /// What one run of our SLAM reports (the child's report file).
@@ -227,7 +234,7 @@ pub fn run(args: &SlamBenchArgs) -> Result<()> {
     let fps = config.explore.fps;
     let rpe_delta_frames = ((fps * RPE_WINDOW_S).round() as usize).max(1);
     let options = EvaluationOptions { rpe_delta_frames, ..EvaluationOptions::default() };
-    let slam_config = SlamConfig::default();
+    let slam_config = crate::slam_cmd::read_config(args.config.as_deref())?;
 
     let mut rows = Vec::new();
     let mut calibration: Option<Calibration> = None;
@@ -254,7 +261,8 @@ pub fn run(args: &SlamBenchArgs) -> Result<()> {
             std::fs::create_dir_all(&run_dir)
                 .with_context(|| format!("cannot create {}", run_dir.display()))?;
 
-            let ours = run_ours(dir, &run_dir, args.max_frames, &groundtruth, &options);
+            let ours =
+                run_ours(dir, &run_dir, args.max_frames, args.config.as_deref(), &groundtruth, &options);
             let open3d = (!args.no_peer).then(|| {
                 run_peer(
                     &args.python,
@@ -450,6 +458,7 @@ fn run_ours(
     sequence: &Path,
     run_dir: &Path,
     max_frames: Option<usize>,
+    config: Option<&Path>,
     groundtruth: &gst_core::Trajectory,
     options: &EvaluationOptions,
 ) -> Measurement {
@@ -465,6 +474,9 @@ fn run_ours(
         command.arg("--trajectory").arg(&trajectory).arg("--report").arg(&report);
         if let Some(n) = max_frames {
             command.arg("--max-frames").arg(n.to_string());
+        }
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
         }
         let status = command.status().with_context(|| format!("cannot run {}", exe.display()))?;
         if !status.success() {
@@ -570,7 +582,8 @@ fn track_sequence(args: &SlamRunArgs) -> Result<OursRun> {
     let mut source = FirstFrames { inner: source, remaining: args.max_frames.unwrap_or(usize::MAX) };
     let frames = source.len().unwrap_or(0);
     let bar = progress::bar(frames as u64, "our SLAM");
-    let output = run_slam(&mut source, &SlamConfig::default(), &mut |_| bar.inc(1))?;
+    let config = crate::slam_cmd::read_config(args.config.as_deref())?;
+    let output = run_slam(&mut source, &config, &mut |_| bar.inc(1))?;
     bar.finish_and_clear();
     gst_io::write_trajectory_tum(&args.trajectory, &output.trajectory)?;
     let stats = output.stats;

@@ -33,7 +33,7 @@ pub struct SlamArgs {
     pub rrd: RrdArgs,
 }
 
-fn read_config(path: Option<&Path>) -> Result<SlamConfig> {
+pub(crate) fn read_config(path: Option<&Path>) -> Result<SlamConfig> {
     let Some(path) = path else { return Ok(SlamConfig::default()) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let config: SlamConfig = serde_json::from_str(&text)

@@ -1,8 +1,8 @@
 //! Point-to-plane ICP with projective data association (KinectFusion style): refines the pose of a depth
 //! frame against a keyframe's depth, both subsampled. With the keyframe's grey levels
-//! ([`IntensityModel`]) and the frame points' own, the fine iterations add a photometric term (as the
-//! hybrid RGB-D odometry of Steinbrücker et al. and Open3D): the colour, which depth noise does not touch,
-//! then pins the pose where the noisy surfaces leave it loose.
+//! ([`IntensityModel`]) and the frame points' own, every iteration adds a photometric term (as the hybrid
+//! RGB-D odometry of Steinbrücker et al. and Open3D): the colour, which depth noise does not touch, then
+//! pins the pose where noisy or flat surfaces leave it loose.
 
 use nalgebra::{Isometry3, Matrix6, Point3, Vector6};
 
@@ -32,7 +32,7 @@ pub struct DepthGrid {
 /// that joins the photometric term.
 pub const MIN_TEXTURE: f32 = 0.02;
 
-/// Grey level in [0, 1] of an RGB pixel (the weights ORB extraction uses).
+/// Grey level in [0, 1] of an RGB pixel (BT.601 luma, as ORB extraction's grey image).
 pub fn grey(p: [u8; 3]) -> f32 {
     (0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])) / 255.0
 }
@@ -194,7 +194,11 @@ impl IntensityModel {
 
     /// Grey level and gradient at sub-pixel `(x, y)`, bilinear; `None` outside the interior.
     fn sample(&self, x: f64, y: f64) -> Option<[f64; 3]> {
-        if !(x >= 1.0 && y >= 1.0 && x < (self.width - 2) as f64 && y < (self.height - 2) as f64) {
+        if !(x >= 1.0
+            && y >= 1.0
+            && x < self.width.saturating_sub(2) as f64
+            && y < self.height.saturating_sub(2) as f64)
+        {
             return None;
         }
         let (x0, y0) = (x as usize, y as usize);

@@ -9,14 +9,17 @@
 //! 4. Motion-only optimisation on reprojection and depth residuals with a Huber kernel and outlier rounds
 //!    ([`crate::optimize`]); with too few matches, PnP-RANSAC against the reference keyframe and then the
 //!    whole map (relocalisation).
-//! 5. Refinement on depth: point-to-plane ICP against the reference keyframe's depth ([`crate::icp`]),
+//! 5. Refinement on depth and colour: point-to-plane ICP against the reference keyframe's depth, with a
+//!    photometric term (the frame's textured pixels against the keyframe's grey levels; [`crate::icp`]),
 //!    accepted when it converges close to the feature pose.
 //! 6. A keyframe when the camera has moved or turned enough, tracks too few points, or enough frames passed.
 //!    New keyframes create map points from their unmatched features with depth.
 //! 7. Loop closing at each new keyframe: older keyframes near the estimated position and those voted for by
 //!    the descriptor index ([`crate::index`]) are verified geometrically (descriptor matching, PnP-RANSAC,
-//!    pose optimisation); a verified loop adds an edge to the keyframe pose graph, which is optimised with a
-//!    robust kernel ([`crate::pose_graph`]); keyframes, map points and the current pose follow.
+//!    pose optimisation, keyframe-to-keyframe ICP); a verified loop whose correction of the estimate is
+//!    within what odometry drifts over the path between the two keyframes ([`SlamConfig::loop_max_drift`])
+//!    adds an edge to the keyframe pose graph, which is optimised with a robust kernel
+//!    ([`crate::pose_graph`]); keyframes, map points and the current pose follow.
 //!
 //! Frames are stored relative to their reference keyframe, so the output trajectory follows every
 //! correction of the keyframes. Tracking never panics on a bad frame: a frame without depth or features is
