@@ -10,17 +10,47 @@ use gst_core::{DepthImage, PinholeCamera, RgbImage};
 
 use crate::optimize::perturb;
 
-/// A depth image sampled every `step` pixels (at pixel `step·i + step/2`), kept by every keyframe: 80 KB at
-/// 640x512 with step 4, enough to align any later frame against it.
-#[derive(Clone, Debug)]
-pub struct DepthGrid {
+/// A raster and the pinhole intrinsics that index it: a cell of a depth grid or model, or a pixel of an
+/// intensity model, is a pixel of this (possibly scaled) camera.
+#[derive(Clone, Copy, Debug)]
+struct Raster {
     width: usize,
     height: usize,
-    /// Intrinsics of the grid: a grid index is a pixel of this scaled camera.
     fx: f64,
     fy: f64,
     cx: f64,
     cy: f64,
+}
+
+impl Raster {
+    /// `camera` sampled every `step` pixels, at pixel `step·i + step/2`.
+    fn sampled(camera: &PinholeCamera, width: usize, height: usize, step: u32) -> Self {
+        let s = f64::from(step);
+        let offset = f64::from(step / 2);
+        Self {
+            width,
+            height,
+            fx: camera.fx / s,
+            fy: camera.fy / s,
+            cx: (camera.cx - offset) / s,
+            cy: (camera.cy - offset) / s,
+        }
+    }
+
+    /// Raster coordinates of a point in the camera frame, given `inverse` = 1 / its depth.
+    #[inline]
+    fn project(&self, p: &[f64; 3], inverse: f64) -> (f64, f64) {
+        (self.fx * p[0] * inverse + self.cx, self.fy * p[1] * inverse + self.cy)
+    }
+}
+
+/// A depth image sampled every `step` pixels (at pixel `step·i + step/2`), kept by every keyframe: 80 KB at
+/// 640x512 with step 4, enough to align any later frame against it.
+#[derive(Clone, Debug)]
+pub struct DepthGrid {
+    /// A grid index is a pixel of this scaled camera.
+    raster: Raster,
+    step: u32,
     /// Depth in metres, 0 where missing or out of range.
     z: Vec<f32>,
     /// Grey level in [0, 1] at the same pixels ([`Self::with_intensity`]), NaN where the image is flat there;
@@ -49,68 +79,57 @@ impl DepthGrid {
                 z.push(if d.is_finite() && d >= range.0 && d <= range.1 { d } else { 0.0 });
             }
         }
-        let s = f64::from(step);
-        let offset = f64::from(step / 2);
-        Self {
-            width,
-            height,
-            fx: camera.fx / s,
-            fy: camera.fy / s,
-            cx: (camera.cx - offset) / s,
-            cy: (camera.cy - offset) / s,
-            z,
-            intensity: Vec::new(),
-        }
+        Self { raster: Raster::sampled(camera, width, height, step), step, z, intensity: Vec::new() }
     }
 
     /// The grid with the grey level of `rgb` (same size as the depth) at each of its pixels where the image
     /// is textured, smoothed as the keyframe side ([`IntensityModel`]): the frame side of the photometric
     /// term ([`align_hybrid`]). Flat pixels ([`MIN_TEXTURE`]) would cost as much and tell nothing.
-    pub fn with_intensity(mut self, rgb: &RgbImage, step: u32) -> Self {
-        let step = step.max(1);
+    pub fn with_intensity(mut self, rgb: &RgbImage) -> Self {
+        let step = self.step;
         let (w, h) = (rgb.width() as usize, rgb.height() as usize);
         let data = rgb.data();
-        self.intensity = (0..self.height)
-            .flat_map(|y| (0..self.width).map(move |x| (x, y)))
+        let Raster { width, height, .. } = self.raster;
+        self.intensity = (0..height)
+            .flat_map(|y| (0..width).map(move |x| (x, y)))
             .map(|(x, y)| {
                 let (px, py) = ((x as u32 * step + step / 2) as usize, (y as u32 * step + step / 2) as usize);
                 if px == 0 || py == 0 || px + 1 >= w || py + 1 >= h {
                     return f32::NAN;
                 }
-                let at = |dx: isize, dy: isize| {
-                    grey(data[(py as isize + dy) as usize * w + (px as isize + dx) as usize])
-                };
-                if (at(1, 0) - at(-1, 0)).abs() + (at(0, 1) - at(0, -1)).abs() < MIN_TEXTURE {
+                // The 3x3 neighbourhood's grey levels, row by row: the four beside the pixel first, the rest
+                // only where they are textured.
+                let at = |k: usize| grey(data[(py + k / 3 - 1) * w + px + k % 3 - 1]);
+                let mut n = [0.0f32; 9];
+                for k in [1, 3, 5, 7] {
+                    n[k] = at(k);
+                }
+                if (n[5] - n[3]).abs() + (n[7] - n[1]).abs() < MIN_TEXTURE {
                     return f32::NAN;
                 }
-                let mut sum = 0.0;
-                for (dy, wy) in [(-1isize, 1.0), (0, 2.0), (1, 1.0)] {
-                    for (dx, wx) in [(-1isize, 1.0), (0, 2.0), (1, 1.0)] {
-                        let i = (py as isize + dy) as usize * w + (px as isize + dx) as usize;
-                        sum += wx * wy * grey(data[i]);
-                    }
+                for k in [0, 2, 4, 6, 8] {
+                    n[k] = at(k);
                 }
-                sum / 16.0
+                const BINOMIAL: [f32; 9] = [1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0];
+                n.iter().zip(BINOMIAL).fold(0.0, |sum, (level, weight)| sum + weight * level) / 16.0
             })
             .collect();
         self
     }
 
     fn vertex(&self, x: usize, y: usize) -> Option<Point3<f32>> {
-        let z = self.z[y * self.width + x];
+        let r = &self.raster;
+        let z = self.z[y * r.width + x];
         (z > 0.0).then(|| {
-            Point3::new(
-                ((x as f64 - self.cx) / self.fx) as f32 * z,
-                ((y as f64 - self.cy) / self.fy) as f32 * z,
-                z,
-            )
+            Point3::new(((x as f64 - r.cx) / r.fx) as f32 * z, ((y as f64 - r.cy) / r.fy) as f32 * z, z)
         })
     }
 
     /// The grid's points in its camera frame.
     pub fn points(&self) -> Vec<Point3<f32>> {
-        (0..self.height)
-            .flat_map(|y| (0..self.width).map(move |x| (x, y)))
+        let Raster { width, height, .. } = self.raster;
+        (0..height)
+            .flat_map(|y| (0..width).map(move |x| (x, y)))
             .filter_map(|(x, y)| self.vertex(x, y))
             .collect()
     }
@@ -127,10 +146,11 @@ impl DepthGrid {
         if self.intensity.is_empty() {
             return (Vec::new(), Vec::new());
         }
-        (0..self.height)
-            .flat_map(|y| (0..self.width).map(move |x| (x, y)))
-            .filter(|&(x, y)| !self.intensity[y * self.width + x].is_nan())
-            .filter_map(|(x, y)| self.vertex(x, y).map(|v| (v, self.intensity[y * self.width + x])))
+        let Raster { width, height, .. } = self.raster;
+        (0..height)
+            .flat_map(|y| (0..width).map(move |x| (x, y)))
+            .filter(|&(x, y)| !self.intensity[y * width + x].is_nan())
+            .filter_map(|(x, y)| self.vertex(x, y).map(|v| (v, self.intensity[y * width + x])))
             .unzip()
     }
 }
@@ -157,12 +177,7 @@ fn binomial_blur(values: &[f32], width: usize, height: usize) -> Vec<f32> {
 /// A keyframe's grey levels and their gradients at full resolution, the target of the photometric term.
 #[derive(Clone, Debug)]
 pub struct IntensityModel {
-    width: usize,
-    height: usize,
-    fx: f64,
-    fy: f64,
-    cx: f64,
-    cy: f64,
+    raster: Raster,
     /// Per pixel the smoothed grey level in [0, 1] and its x and y derivatives (central differences, per pixel).
     pixels: Vec<[f32; 3]>,
 }
@@ -189,27 +204,24 @@ impl IntensityModel {
                 pixels[i][2] = (at(0, 1) - at(0, -1)) / 2.0;
             }
         }
-        Self { width, height, fx: camera.fx, fy: camera.fy, cx: camera.cx, cy: camera.cy, pixels }
+        Self { raster: Raster::sampled(camera, width, height, 1), pixels }
     }
 
     /// Grey level and gradient at sub-pixel `(x, y)`, bilinear; `None` outside the interior.
     fn sample(&self, x: f64, y: f64) -> Option<[f64; 3]> {
+        let Raster { width, height, .. } = self.raster;
         if !(x >= 1.0
             && y >= 1.0
-            && x < self.width.saturating_sub(2) as f64
-            && y < self.height.saturating_sub(2) as f64)
+            && x < width.saturating_sub(2) as f64
+            && y < height.saturating_sub(2) as f64)
         {
             return None;
         }
         let (x0, y0) = (x as usize, y as usize);
         let (ax, ay) = (x - x0 as f64, y - y0 as f64);
-        let i = y0 * self.width + x0;
-        let (a, b, c, d) = (
-            self.pixels[i],
-            self.pixels[i + 1],
-            self.pixels[i + self.width],
-            self.pixels[i + self.width + 1],
-        );
+        let i = y0 * width + x0;
+        let (a, b, c, d) =
+            (self.pixels[i], self.pixels[i + 1], self.pixels[i + width], self.pixels[i + width + 1]);
         let mut out = [0.0; 3];
         for k in 0..3 {
             let top = f64::from(a[k]) * (1.0 - ax) + f64::from(b[k]) * ax;
@@ -223,12 +235,8 @@ impl IntensityModel {
 /// A depth grid as vertex and normal maps, the target of an alignment.
 #[derive(Clone, Debug)]
 pub struct DepthModel {
-    width: usize,
-    height: usize,
-    fx: f64,
-    fy: f64,
-    cx: f64,
-    cy: f64,
+    /// The grid's raster.
+    raster: Raster,
     /// Per grid cell its vertex and unit normal (x, y, z, nx, ny, nz) in one array, so that a lookup
     /// touches one cache line; NaN where the cell has no vertex or no normal.
     surfels: Vec<[f32; 6]>,
@@ -238,7 +246,7 @@ pub struct DepthModel {
 
 impl DepthModel {
     pub fn new(grid: &DepthGrid) -> Self {
-        let (width, height) = (grid.width, grid.height);
+        let Raster { width, height, .. } = grid.raster;
         let vertices: Vec<Option<Point3<f32>>> = (0..height)
             .flat_map(|y| (0..width).map(move |x| (x, y)))
             .map(|(x, y)| grid.vertex(x, y))
@@ -270,7 +278,7 @@ impl DepthModel {
                 }
             }
         }
-        Self { width, height, fx: grid.fx, fy: grid.fy, cx: grid.cx, cy: grid.cy, surfels, intensity: None }
+        Self { raster: grid.raster, surfels, intensity: None }
     }
 
     /// The model with its keyframe's grey levels: alignments with frame intensities add a photometric term.
@@ -285,13 +293,13 @@ impl DepthModel {
             return None;
         }
         // Nearest cell; `floor(x + 0.5)` through a cast (inputs are checked non-negative first).
-        let inverse = 1.0 / p[2];
-        let x = self.fx * p[0] * inverse + self.cx + 0.5;
-        let y = self.fy * p[1] * inverse + self.cy + 0.5;
-        if !(x >= 0.0 && y >= 0.0 && x < self.width as f64 && y < self.height as f64) {
+        let (x, y) = self.raster.project(&p, 1.0 / p[2]);
+        let (x, y) = (x + 0.5, y + 0.5);
+        let Raster { width, height, .. } = self.raster;
+        if !(x >= 0.0 && y >= 0.0 && x < width as f64 && y < height as f64) {
             return None;
         }
-        let surfel = &self.surfels[y as usize * self.width + x as usize];
+        let surfel = &self.surfels[y as usize * width + x as usize];
         (!surfel[3].is_nan()).then_some(surfel)
     }
 }
@@ -471,11 +479,11 @@ pub fn align_hybrid(
             for (q, &level) in photometric_points.iter().zip(levels) {
                 let Some((p, _)) = associate(model, &r, &o, q, gate2) else { continue };
                 let inverse = 1.0 / p[2];
-                let (u, v) = (image.fx * p[0] * inverse + image.cx, image.fy * p[1] * inverse + image.cy);
+                let (u, v) = image.raster.project(&p, inverse);
                 let Some([predicted, gx, gy]) = image.sample(u, v) else { continue };
                 let residual = predicted - f64::from(level);
                 // d(grey)/d(point): the image gradient through the projection's Jacobian.
-                let (a, b) = (gx * image.fx * inverse, gy * image.fy * inverse);
+                let (a, b) = (gx * image.raster.fx * inverse, gy * image.raster.fy * inverse);
                 let g = [a, b, -(a * p[0] + b * p[1]) * inverse];
                 let huber =
                     if residual.abs() < PHOTOMETRIC_HUBER { 1.0 } else { PHOTOMETRIC_HUBER / residual.abs() };
@@ -609,7 +617,7 @@ mod tests {
         let model = DepthModel::new(&DepthGrid::new(&camera, &depth_a, 2, (0.1, 10.0)))
             .with_intensity(IntensityModel::new(&camera, &rgb_a));
         let grid = DepthGrid::new(&camera, &depth_b, 4, (0.1, 10.0));
-        let dense = DepthGrid::new(&camera, &depth_b, 2, (0.1, 10.0)).with_intensity(&rgb_b, 2);
+        let dense = DepthGrid::new(&camera, &depth_b, 2, (0.1, 10.0)).with_intensity(&rgb_b);
         let (points, intensities) = dense.textured_points();
         assert!(points.len() > 10_000, "{} textured points", points.len());
 

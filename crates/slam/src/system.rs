@@ -301,22 +301,19 @@ impl FrontEnd {
         }
         let features = self.orb.extract(&frame.rgb, frame.depth.as_ref())?;
         // The photometric term's points are the frame's depth at the model's step, with their grey levels.
-        let with_intensity = |grid: DepthGrid, step: u32| {
-            if self.photometric { grid.with_intensity(&frame.rgb, step) } else { grid }
-        };
+        let with_intensity =
+            |grid: DepthGrid| if self.photometric { grid.with_intensity(&frame.rgb) } else { grid };
         let separate_model = self.icp_model_step != self.icp_step;
         let grid = frame.depth.as_ref().map(|d| {
             let grid = DepthGrid::new(&self.camera, d, self.icp_step, self.range);
-            if separate_model { grid } else { with_intensity(grid, self.icp_step) }
+            if separate_model { grid } else { with_intensity(grid) }
         });
         let model_grid = separate_model
             .then(|| {
-                frame.depth.as_ref().map(|d| {
-                    with_intensity(
-                        DepthGrid::new(&self.camera, d, self.icp_model_step, self.range),
-                        self.icp_model_step,
-                    )
-                })
+                frame
+                    .depth
+                    .as_ref()
+                    .map(|d| with_intensity(DepthGrid::new(&self.camera, d, self.icp_model_step, self.range)))
             })
             .flatten();
         let thumbnail = Thumbnail::new(&self.camera, &frame.rgb, frame.depth.as_ref(), self.range);
