@@ -270,6 +270,9 @@ pub fn evaluate_map_with_diff(
         })
         .collect();
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    for (iou, t, o) in &candidates {
+        tracing::debug!(true_room = t, our_room = o, iou, "room overlap");
+    }
     let mut truth_of_ours: BTreeMap<usize, usize> = BTreeMap::new();
     let mut used_truth = BTreeSet::new();
     for (iou, t, o) in candidates {

@@ -59,6 +59,13 @@ pub struct MapConfig {
     /// The inside of a wardrobe or an unseen room behind its walls is bordered by occupied cells only
     /// and stays unknown.
     pub hole_fill_min_free_border: f64,
+    /// Unknown floor inside a room's rectangle (along the map's Manhattan axes, spanned by its seen floor) is
+    /// completed as the room's floor when it is at most this share of the seen floor (default 1.0; 0 turns
+    /// completion off; see [`crate::completion`])...
+    pub room_completion_max_share: f64,
+    /// ...and when at most this much wall (structure) was seen inside the rectangle, metres (default 0.5): more
+    /// means the room is not a rectangle (an L's inner corner) and is left as seen.
+    pub room_completion_max_wall_m: f64,
     /// Rooms smaller than this are not rooms (their cells join a neighbour), square metres (default 1.0:
     /// counted on the room's seed, free floor away from walls and passages, so a room seen only through
     /// its door still counts).
@@ -104,6 +111,8 @@ impl Default for MapConfig {
             surface_truncation_m: 0.1,
             hole_fill_max_area_m2: 4.0,
             hole_fill_min_free_border: 0.4,
+            room_completion_max_share: 1.0,
+            room_completion_max_wall_m: 0.5,
             min_room_area_m2: 1.0,
             structure_dilation_m: 0.1,
             passage_clearance_m: 0.2,
@@ -147,6 +156,12 @@ impl MapConfig {
             return bad(format!(
                 "hole_fill_max_area_m2 {} must not be negative and hole_fill_min_free_border {} must be in [0, 1]",
                 self.hole_fill_max_area_m2, self.hole_fill_min_free_border
+            ));
+        }
+        if !(self.room_completion_max_share >= 0.0 && self.room_completion_max_wall_m >= 0.0) {
+            return bad(format!(
+                "room_completion_max_share {} and room_completion_max_wall_m {} must not be negative",
+                self.room_completion_max_share, self.room_completion_max_wall_m
             ));
         }
         if self.min_obstacle_frames == 0 || !(self.obstacle_free_ratio >= 0.0) {

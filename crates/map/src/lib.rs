@@ -12,6 +12,7 @@
 pub mod candidates;
 pub mod classifier;
 pub mod compass;
+pub mod completion;
 pub mod config;
 pub mod error;
 pub mod grid;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use gst_core::{DepthImage, PinholeCamera, Pose3, RgbImage};
 
 use crate::candidates::{CandidateAccumulator, ObjectCandidate};
+use crate::completion::complete_rooms;
 use crate::grid::GridFrame;
 use crate::objects::{ObjectLandmark, ObjectMap, Observation};
 use crate::occupancy::{CellState, DepthSample, OccupancyAccumulator, OccupancyGrid, SampleRays};
@@ -287,11 +288,12 @@ impl MapBuilder {
     /// Segments rooms, fits object boxes and returns the map. An empty input gives an empty map (warned).
     pub fn finish(self) -> SemanticMap {
         let started = Instant::now();
-        let occupancy = self.occupancy.finish();
+        let mut occupancy = self.occupancy.finish();
         if occupancy.frame.is_empty() {
             tracing::warn!(frames = self.stats.frames, "no frame with usable depth: the map is empty");
         }
-        let segmentation = segment_rooms(&occupancy, &self.config);
+        let mut segmentation = segment_rooms(&occupancy, &self.config);
+        complete_rooms(&mut occupancy, &mut segmentation, &self.occupancy.glimpsed(), &self.config);
         let mut rooms = segmentation.rooms;
         let objects = self.objects.landmarks(MIN_LANDMARK_OBSERVATIONS);
         let candidates = self.candidates.finish(&occupancy);

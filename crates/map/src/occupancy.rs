@@ -501,6 +501,12 @@ impl OccupancyAccumulator {
         }
     }
 
+    /// Per cell of the grid [`Self::finish`] returns: whether any frame saw an obstacle there (an unknown
+    /// cell with such a glimpse may be furniture too little seen to be called occupied).
+    pub fn glimpsed(&self) -> Vec<bool> {
+        self.counts.iter().map(|k| k.obstacle > 0).collect()
+    }
+
     /// The grid as it stands.
     pub fn finish(&self) -> OccupancyGrid {
         let Some(floor) = self.floor_z_m() else {

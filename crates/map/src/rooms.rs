@@ -225,7 +225,7 @@ fn split_at_doors(
     }
 }
 
-fn describe_rooms(frame: &GridFrame, labels: &[u32], count: usize) -> Vec<Room> {
+pub(crate) fn describe_rooms(frame: &GridFrame, labels: &[u32], count: usize) -> Vec<Room> {
     let mut cells: Vec<Vec<[f64; 2]>> = vec![Vec::new(); count];
     for (i, &l) in labels.iter().enumerate() {
         if l > 0 {
