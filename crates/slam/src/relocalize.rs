@@ -20,6 +20,10 @@
 //! settled ([`SETTLED_NCC`], [`SETTLED_INLIERS`]): most views are found by their first match sets, and
 //! render and compare is most of the time of the rest.
 //!
+//! A pose the check rejects by a little is accepted when nothing passes the check and a caller's hypothesis
+//! corroborates it (layout place recognition predicted it and guided matching from there found it with many
+//! inliers: three cues agree; [`Search::corroborate`]).
+//!
 //! [`Relocalizer::relocalize_outcome`] also returns, when nothing is verified, the best rejected
 //! hypothesis: an unverified guess for callers that must answer anyway (the map answerer's fallback).
 //!
@@ -149,6 +153,8 @@ struct Judged {
 struct Search {
     accepted: Option<Relocalization>,
     rejected: Option<Relocalization>,
+    /// The best rejected pose that a caller's hypothesis corroborates ([`Search::corroborate`]).
+    corroborated: Option<Relocalization>,
 }
 
 impl Search {
@@ -168,16 +174,52 @@ impl Search {
         }
     }
 
+    /// Keeps a rejected pose of a caller's hypothesis `start` (layout place recognition: geometry, not
+    /// appearance) when the three cues agree short of the photometric check's bar: the pose stayed within
+    /// [`CORROBORATED_DISTANCE_M`] and [`CORROBORATED_TURN_DEG`] of the hypothesis, has at least
+    /// [`CORROBORATED_INLIERS`] inliers and a correlation of at least [`CORROBORATED_NCC`] over enough of the
+    /// image. It is accepted only when nothing passes the check.
+    fn corroborate(&mut self, judged: &Judged, start: &Pose3) {
+        let found = &judged.relocalization;
+        if judged.accepted
+            || found.coverage < MIN_COVERAGE
+            || found.ncc < CORROBORATED_NCC
+            || found.inliers < CORROBORATED_INLIERS
+        {
+            return;
+        }
+        let (a, b) = (&found.world_from_camera.0, &start.0);
+        let distance = (a.translation.vector - b.translation.vector).norm();
+        let turn = (a.rotation.inverse() * b.rotation).angle().to_degrees();
+        if distance > CORROBORATED_DISTANCE_M || turn > CORROBORATED_TURN_DEG {
+            return;
+        }
+        if self.corroborated.as_ref().is_none_or(|b| (found.ncc, found.inliers) > (b.ncc, b.inliers)) {
+            self.corroborated = Some(found.clone());
+        }
+    }
+
     /// Whether the verified pose is good enough to end the search ([`SETTLED_NCC`], [`SETTLED_INLIERS`]).
     fn settled(&self) -> bool {
         self.accepted.as_ref().is_some_and(|b| b.ncc >= SETTLED_NCC && b.inliers >= SETTLED_INLIERS)
     }
 
     fn outcome(self) -> RelocalizationOutcome {
-        let best_rejected = if self.accepted.is_none() { self.rejected } else { None };
-        RelocalizationOutcome { accepted: self.accepted, best_rejected }
+        match self.accepted.or(self.corroborated) {
+            Some(accepted) => RelocalizationOutcome { accepted: Some(accepted), best_rejected: None },
+            None => RelocalizationOutcome { accepted: None, best_rejected: self.rejected },
+        }
     }
 }
+
+/// A pose the check rejected is still accepted, when nothing passes it, if a caller's hypothesis it stayed
+/// near corroborates it ([`Search::corroborate`]): within this distance, metres, and turn, degrees...
+const CORROBORATED_DISTANCE_M: f64 = 0.5;
+const CORROBORATED_TURN_DEG: f64 = 10.0;
+/// ...with at least this many inliers and this correlation (measured on the bench's current views: such poses
+/// within the bounds had 28–40 inliers and correlations 0.46–0.48, those metres off at most 21 and 0.36).
+const CORROBORATED_INLIERS: usize = 25;
+const CORROBORATED_NCC: f64 = 0.42;
 
 /// Place windows tried per image ([`Relocalizer::window_matches`]), the edge of their cells, metres, and the
 /// descriptor distance of a copy.
@@ -385,22 +427,33 @@ impl<'a> Relocalizer<'a> {
                 if search.settled() {
                     break;
                 }
-                self.try_place(&features, &thumbnail, &hypothesis, &mut search);
+                self.try_place(&features, &thumbnail, &hypothesis, true, &mut search);
             }
         }
         if let Some(places) = self.places.filter(|_| !search.settled()) {
             for hypothesis in places.hypotheses(image, PLACE_HYPOTHESES) {
-                self.try_place(&features, &thumbnail, &hypothesis.world_from_camera, &mut search);
+                self.try_place(&features, &thumbnail, &hypothesis.world_from_camera, false, &mut search);
             }
         }
         Ok(search.outcome())
     }
 
     /// A place hypothesis (off by a few decimetres and degrees) refined photometrically, then by guided
-    /// matching wide and tight, else from a grid of starts around it, and judged into `search`.
-    fn try_place(&self, features: &Features, thumbnail: &Thumbnail, start: &Pose3, search: &mut Search) {
+    /// matching wide and tight, else from a grid of starts around it, and judged into `search`; a caller's
+    /// hypothesis (`from_caller`) may also corroborate a rejected pose ([`Search::corroborate`]).
+    fn try_place(
+        &self,
+        features: &Features,
+        thumbnail: &Thumbnail,
+        start: &Pose3,
+        from_caller: bool,
+        search: &mut Search,
+    ) {
         let trace = self.trace_place(features, thumbnail, start);
         for judged in [trace.matched, trace.around].into_iter().flatten() {
+            if from_caller {
+                search.corroborate(&judged, start);
+            }
             search.consider(judged);
         }
     }
@@ -1044,6 +1097,59 @@ mod tests {
     use super::*;
     use crate::features::Features;
     use nalgebra::{Translation3, UnitQuaternion, Vector3};
+
+    fn judged(x: f64, yaw_deg: f64, inliers: usize, ncc: f64, accepted: bool) -> Judged {
+        let pose = Isometry3::from_parts(
+            Translation3::new(x, 0.0, 0.0),
+            UnitQuaternion::from_euler_angles(0.0, 0.0, yaw_deg.to_radians()),
+        );
+        let relocalization = Relocalization {
+            world_from_camera: Pose3(pose),
+            inliers,
+            matches: inliers + 10,
+            confidence: 0.0,
+            keyframe: 0,
+            ncc,
+            coverage: 0.6,
+        };
+        Judged { relocalization, accepted }
+    }
+
+    #[test]
+    fn a_caller_hypothesis_corroborates_a_nearly_verified_pose_only_when_nothing_is_verified() {
+        let start = Pose3(Isometry3::translation(0.2, 0.0, 0.0));
+        // Near the hypothesis with many inliers and a correlation just short of the bar: corroborated.
+        let mut search = Search::default();
+        for candidate in [judged(0.0, 3.0, 30, 0.46, false), judged(0.05, 0.0, 20, 0.49, false)] {
+            search.corroborate(&candidate, &start);
+            search.consider(candidate);
+        }
+        let outcome = search.outcome();
+        let accepted = outcome.accepted.expect("corroborated");
+        assert_eq!(accepted.inliers, 30);
+        assert!(outcome.best_rejected.is_none());
+        // Too few inliers, too low a correlation, too far from or turned away from the hypothesis: not.
+        for candidate in [
+            judged(0.0, 0.0, 21, 0.46, false),
+            judged(0.0, 0.0, 30, 0.36, false),
+            judged(1.0, 0.0, 30, 0.46, false),
+            judged(0.2, 15.0, 30, 0.46, false),
+        ] {
+            let mut search = Search::default();
+            search.corroborate(&candidate, &start);
+            search.consider(candidate);
+            let outcome = search.outcome();
+            assert!(outcome.accepted.is_none());
+            assert!(outcome.best_rejected.is_some(), "still the best rejected guess");
+        }
+        // A verified pose wins over a corroborated one.
+        let mut search = Search::default();
+        let corroborated = judged(0.0, 0.0, 40, 0.48, false);
+        search.corroborate(&corroborated, &start);
+        search.consider(corroborated);
+        search.consider(judged(3.0, 90.0, 30, 0.6, true));
+        assert_eq!(search.outcome().accepted.map(|a| a.ncc), Some(0.6));
+    }
 
     /// A keyframe at `world_from_camera` whose thumbnail sees a fronto-parallel surface `depth_m` away.
     fn keyframe(
