@@ -61,13 +61,15 @@ pub(crate) fn complete_rooms(
         let [x, y] = frame.world_from_cell((i % w) as u32, (i / w) as u32);
         [x * c + y * s, -x * s + y * c]
     };
-    // Each room's floor along the axes.
-    let mut floor: Vec<Vec<[f64; 2]>> = vec![Vec::new(); rooms];
+    // Each room's cells, and its floor along the axes.
+    let mut room_cells: Vec<Vec<usize>> = vec![Vec::new(); rooms];
     for (i, &label) in segmentation.labels.iter().enumerate() {
         if label > 0 {
-            floor[label as usize - 1].push(along(i));
+            room_cells[label as usize - 1].push(i);
         }
     }
+    let floor: Vec<Vec<[f64; 2]>> =
+        room_cells.iter().map(|cells| cells.iter().map(|&i| along(i)).collect()).collect();
     let wall = |i: usize| grid.structure.get(i).copied().unwrap_or(false);
     let walls: Vec<[f64; 2]> = (0..n).filter(|&i| wall(i)).map(along).collect();
     let max_inner_wall = (config.room_completion_max_wall_m / frame.resolution_m).ceil() as usize;
@@ -86,11 +88,7 @@ pub(crate) fn complete_rooms(
         let label = r as u32 + 1;
         region.clear();
         queue.clear();
-        for (i, &l) in segmentation.labels.iter().enumerate() {
-            if l == label {
-                queue.push_back(i);
-            }
-        }
+        queue.extend(room_cells[r].iter().copied());
         while let Some(i) = queue.pop_front() {
             for j in neighbours4(&frame, i) {
                 if !reached[j]
