@@ -353,7 +353,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 {
                     let trace = relocalizer.trace_hypothesis(&image, start)?;
                     tracing::info!(
-                        "{scene} {} layout #{} score {score:.3} start {} | refined {} | matched {} | around {} | placed {correct}",
+                        "{scene} {} layout #{} score {score:.3} start {} | refined {} | matched {} | around {} | synthesized {} | placed {correct}",
                         view.image,
                         rank + 1,
                         show(start),
@@ -365,6 +365,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                         )),
                         judged(&trace.matched),
                         judged(&trace.around),
+                        judged(&trace.synthesized),
                     );
                 }
             }

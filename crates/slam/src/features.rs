@@ -183,9 +183,49 @@ impl OrbExtractor {
         for (g, p) in gray.iter_mut().zip(rgb.data()) {
             *g = ((77 * u32::from(p[0]) + 150 * u32::from(p[1]) + 29 * u32::from(p[2]) + 128) >> 8) as u8;
         }
+        self.detect(width, height, &Mat::default(), depth)
+    }
+
+    /// Features of a grey-level image (`width` x `height`, row-major), detected only where `mask` is
+    /// non-zero when given (same size). No depth.
+    pub fn extract_gray(
+        &mut self,
+        gray: &[u8],
+        width: u32,
+        height: u32,
+        mask: Option<&[u8]>,
+    ) -> Result<Features, SlamError> {
+        let pixels = width as usize * height as usize;
+        if gray.len() != pixels || mask.is_some_and(|m| m.len() != pixels) {
+            return Err(SlamError::InvalidInput(format!(
+                "a {width}x{height} grey-level image needs {pixels} pixels (and mask values), got {} ({:?})",
+                gray.len(),
+                mask.map(<[u8]>::len)
+            )));
+        }
+        if self.gray.rows() != height as i32 || self.gray.cols() != width as i32 {
+            self.gray =
+                Mat::new_rows_cols_with_default(height as i32, width as i32, CV_8UC1, Scalar::all(0.0))?;
+        }
+        self.gray.data_bytes_mut()?.copy_from_slice(gray);
+        let mask = match mask {
+            Some(mask) => Mat::new_rows_cols_with_data(height as i32, width as i32, mask)?.try_clone()?,
+            None => Mat::default(),
+        };
+        self.detect(width, height, &mask, None)
+    }
+
+    /// ORB on `self.gray` (`width` x `height`), spread over the grid, with depth from `depth` where given.
+    fn detect(
+        &mut self,
+        width: u32,
+        height: u32,
+        mask: &Mat,
+        depth: Option<&DepthImage>,
+    ) -> Result<Features, SlamError> {
         let mut keypoints = Vector::<KeyPoint>::new();
         let mut descriptors = Mat::default();
-        self.orb.detect_and_compute(&self.gray, &Mat::default(), &mut keypoints, &mut descriptors, false)?;
+        self.orb.detect_and_compute(&self.gray, mask, &mut keypoints, &mut descriptors, false)?;
         let bytes = if descriptors.empty() { &[][..] } else { descriptors.data_bytes()? };
 
         // Keep the strongest per cell, up to an even share, then fill with the strongest of the rest.

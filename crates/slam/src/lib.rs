@@ -15,6 +15,7 @@ pub mod output;
 pub mod panorama;
 pub mod pose_graph;
 pub mod relocalize;
+pub mod synthesis;
 pub mod system;
 pub mod thumbnail;
 

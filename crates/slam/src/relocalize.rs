@@ -14,7 +14,9 @@
 //! correlated with the image's. Repeated textures (wallpaper, tiles) can make the matches of a keyframe
 //! metres away agree on a shifted pose; what does not repeat in the view decides between them. The
 //! hypothesis with the highest correlation wins, and none is returned when no correlation reaches
-//! [`MIN_NCC`]. A place hypothesis whose matching fails is retried from a grid of starts around it
+//! [`MIN_NCC`]. A place hypothesis whose matching fails is matched by view synthesis
+//! ([`crate::synthesis`]: the image warped into the keyframes that see it, which undoes the perspective of a
+//! viewpoint no keyframe shared), then, if that is not verified either, from a grid of starts around it
 //! ([`Relocalizer::refine_around`]): photometric refinement stops decimetres off along flat directions of
 //! its correlation, farther than tight matching reaches. The search ends early once a verified pose is
 //! settled ([`SETTLED_NCC`], [`SETTLED_INLIERS`]): most views are found by their first match sets, and
@@ -43,6 +45,7 @@ use crate::index::DescriptorIndex;
 use crate::map_file::{SlamMap, StoredKeyframe, StoredPoint};
 use crate::optimize::{optimize_pose, pnp_ransac};
 use crate::panorama::PlaceIndex;
+use crate::synthesis::{GrayImage, pose_from, synthesized_matches};
 use crate::system::{match_to_points, observations};
 use crate::thumbnail::{PhotometricCheck, Thumbnail, photometric_check};
 use crate::{SlamConfig, SlamError};
@@ -138,7 +141,9 @@ pub struct PlaceTrace<J> {
     pub refined: Option<(Pose3, PhotometricCheck)>,
     /// The pose of guided matching from the refined one (wide, then tight), judged.
     pub matched: Option<J>,
-    /// When that was not accepted: the best of tight matching from a grid of starts around it, judged.
+    /// When that was not accepted: the pose of view-synthesis matching from the refined one, judged.
+    pub synthesized: Option<J>,
+    /// When neither was accepted: the best of tight matching from a grid of starts around it, judged.
     pub around: Option<J>,
 }
 
@@ -260,6 +265,8 @@ const SETTLED_NCC: f64 = 0.75;
 const SETTLED_INLIERS: usize = 60;
 /// Halvings of the photometric refinement's steps (0.2 m and 4 degrees at first).
 const PHOTOMETRIC_LEVELS: usize = 4;
+/// Keyframes the image is warped into by view synthesis ([`crate::synthesis`]).
+const SYNTHESIS_KEYFRAMES: usize = 4;
 
 impl<'a> Relocalizer<'a> {
     /// A relocaliser over `map` (from a run: [`SlamMap::from_output`]; from disk: [`SlamMap::load`]).
@@ -316,6 +323,7 @@ impl<'a> Relocalizer<'a> {
         }
         let features = self.orb.extract(image, None)?;
         let thumbnail = Thumbnail::new(camera, image, None, (0.0, f32::INFINITY));
+        let gray = GrayImage::from_rgb(image);
         if features.len() < MIN_INLIERS {
             return Ok(RelocalizationOutcome::default());
         }
@@ -427,30 +435,39 @@ impl<'a> Relocalizer<'a> {
                 if search.settled() {
                     break;
                 }
-                self.try_place(&features, &thumbnail, &hypothesis, true, &mut search);
+                self.try_place(&features, &thumbnail, &gray, &hypothesis, true, &mut search);
             }
         }
         if let Some(places) = self.places.filter(|_| !search.settled()) {
             for hypothesis in places.hypotheses(image, PLACE_HYPOTHESES) {
-                self.try_place(&features, &thumbnail, &hypothesis.world_from_camera, false, &mut search);
+                self.try_place(
+                    &features,
+                    &thumbnail,
+                    &gray,
+                    &hypothesis.world_from_camera,
+                    false,
+                    &mut search,
+                );
             }
         }
         Ok(search.outcome())
     }
 
     /// A place hypothesis (off by a few decimetres and degrees) refined photometrically, then by guided
-    /// matching wide and tight, else from a grid of starts around it, and judged into `search`; a caller's
+    /// matching wide and tight, else by view synthesis, else from a grid of starts around it, and judged into
+    /// `search`; a caller's
     /// hypothesis (`from_caller`) may also corroborate a rejected pose ([`Search::corroborate`]).
     fn try_place(
         &self,
         features: &Features,
         thumbnail: &Thumbnail,
+        gray: &GrayImage,
         start: &Pose3,
         from_caller: bool,
         search: &mut Search,
     ) {
-        let trace = self.trace_place(features, thumbnail, start);
-        for judged in [trace.matched, trace.around].into_iter().flatten() {
+        let trace = self.trace_place(features, thumbnail, gray, start);
+        for judged in [trace.matched, trace.around, trace.synthesized].into_iter().flatten() {
             if from_caller {
                 search.corroborate(&judged, start);
             }
@@ -459,9 +476,16 @@ impl<'a> Relocalizer<'a> {
     }
 
     /// The steps of [`Self::try_place`] for one start: the photometric refinement, the tight matching from
-    /// it (judged), and, when that is not accepted, the grid of starts around it (judged).
-    fn trace_place(&self, features: &Features, thumbnail: &Thumbnail, start: &Pose3) -> PlaceTrace<Judged> {
-        let mut trace = PlaceTrace { refined: None, matched: None, around: None };
+    /// it (judged), and, each only when the one before is not accepted, view-synthesis matching from it and
+    /// the grid of starts around it (judged).
+    fn trace_place(
+        &self,
+        features: &Features,
+        thumbnail: &Thumbnail,
+        gray: &GrayImage,
+        start: &Pose3,
+    ) -> PlaceTrace<Judged> {
+        let mut trace = PlaceTrace { refined: None, matched: None, synthesized: None, around: None };
         let Some((refined, check)) = self.refine_photometric(thumbnail, start) else {
             return trace;
         };
@@ -470,6 +494,13 @@ impl<'a> Relocalizer<'a> {
         let tight = wide.and_then(|(w, _)| self.refine(features, w.world_from_camera.0.inverse(), u32::MAX));
         trace.matched = tight.map(|(found, _)| self.judge(thumbnail, found));
         if trace.matched.as_ref().is_some_and(|m| m.accepted) {
+            return trace;
+        }
+        match self.refine_synthesized(gray, &refined.0) {
+            Ok(found) => trace.synthesized = found.map(|found| self.judge(thumbnail, found)),
+            Err(error) => tracing::warn!("view synthesis failed: {error}"),
+        }
+        if trace.synthesized.as_ref().is_some_and(|s| s.accepted) {
             return trace;
         }
         trace.around =
@@ -487,9 +518,15 @@ impl<'a> Relocalizer<'a> {
     ) -> Result<PlaceTrace<(Relocalization, bool)>, SlamError> {
         let features = self.orb.extract(image, None)?;
         let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
-        let trace = self.trace_place(&features, &thumbnail, start);
+        let gray = GrayImage::from_rgb(image);
+        let trace = self.trace_place(&features, &thumbnail, &gray, start);
         let open = |j: Option<Judged>| j.map(|j| (j.relocalization, j.accepted));
-        Ok(PlaceTrace { refined: trace.refined, matched: open(trace.matched), around: open(trace.around) })
+        Ok(PlaceTrace {
+            refined: trace.refined,
+            matched: open(trace.matched),
+            around: open(trace.around),
+            synthesized: open(trace.synthesized),
+        })
     }
 
     /// Poses from one match set (`kf`: the keyframe it was gathered around, `u32::MAX` for a window in space),
@@ -709,7 +746,16 @@ impl<'a> Relocalizer<'a> {
     ) -> Result<Option<Relocalization>, SlamError> {
         let features = self.orb.extract(image, None)?;
         let thumbnail = Thumbnail::new(&self.map.camera, image, None, (0.0, f32::INFINITY));
-        let Some((found, _)) = self.refine(&features, prior.0.inverse(), u32::MAX) else { return Ok(None) };
+        let found = match self.refine(&features, prior.0.inverse(), u32::MAX) {
+            Some((found, _)) => found,
+            None => {
+                let gray = GrayImage::from_rgb(image);
+                match self.refine_synthesized(&gray, &prior.0)? {
+                    Some(found) => found,
+                    None => return Ok(None),
+                }
+            }
+        };
         let judged = self.judge(&thumbnail, found);
         Ok(judged.accepted.then_some(judged.relocalization))
     }
@@ -954,6 +1000,43 @@ impl<'a> Relocalizer<'a> {
             coverage: 0.0,
         };
         Some((found, inlier_points))
+    }
+
+    /// A pose hypothesis degrees off, refined by view synthesis ([`crate::synthesis`]): the image warped into
+    /// the keyframes that see the hypothesis, matched with a voted shift, posed by PnP-RANSAC; then warped
+    /// again from that pose and matched tightly.
+    fn refine_synthesized(
+        &self,
+        gray: &GrayImage,
+        world_from_camera: &Isometry3<f64>,
+    ) -> Result<Option<Relocalization>, SlamError> {
+        let camera = &self.map.camera;
+        let mut orb = OrbExtractor::new(&self.config.orb)?;
+        let seeing = self.keyframes_seeing(world_from_camera, SYNTHESIS_KEYFRAMES);
+        let first = synthesized_matches(self.map, &mut orb, gray, world_from_camera, &seeing, true)?;
+        let Some((pose, inliers, matches)) = pose_from(camera, &first, None, MIN_INLIERS)? else {
+            tracing::debug!("synthesis: {} first matches, no pose", first.points.len());
+            return Ok(None);
+        };
+        let world = pose.inverse();
+        let seeing = self.keyframes_seeing(&world, SYNTHESIS_KEYFRAMES);
+        let second = synthesized_matches(self.map, &mut orb, gray, &world, &seeing, false)?;
+        let (pose, inliers, matches) =
+            pose_from(camera, &second, Some(pose), MIN_INLIERS)?.unwrap_or((pose, inliers, matches));
+        tracing::debug!(
+            "synthesis: {} first matches, {} second, {inliers} inliers of {matches}",
+            first.points.len(),
+            second.points.len()
+        );
+        Ok(Some(Relocalization {
+            world_from_camera: Pose3(pose.inverse()),
+            inliers,
+            matches,
+            confidence: 0.0,
+            keyframe: u32::MAX,
+            ncc: 0.0,
+            coverage: 0.0,
+        }))
     }
 
     /// A pose hypothesis decimetres off (photometric refinement is flat along the view and across it):
