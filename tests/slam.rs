@@ -137,7 +137,8 @@ fn tracks_a_rendered_episode_and_relocalises_current_views() -> anyhow::Result<(
     // A pose hypothesis from elsewhere (what the map answerer's layout place recognition gives), 0.2 m and
     // 5° off the truth: refined photometrically and by guided matching, then verified, it places at least
     // as many views as the features alone.
-    let mut hinted = 0;
+    // With view synthesis (the image warped into the keyframes that see the hypothesis) and without.
+    let mut hinted = [0, 0];
     for (image, true_pose) in &views {
         let nudged = Pose3::from_parts(
             true_pose.translation() + nalgebra::Vector3::new(0.16, -0.12, 0.0),
@@ -145,27 +146,36 @@ fn tracks_a_rendered_episode_and_relocalises_current_views() -> anyhow::Result<(
                 * true_pose.rotation(),
         );
         let hypothesis = alignment.inverse_transform_pose(&nudged);
-        let outcome = Relocalizer::new(&map, &SlamConfig::default())?
-            .relocalize_outcome_with(image, || vec![hypothesis])?;
-        if let Some(found) = outcome.accepted {
-            let estimate = alignment.transform_pose(&found.world_from_camera);
-            let position_error = (estimate.translation() - true_pose.translation()).norm();
-            let heading_error = (estimate.rotation().inverse() * true_pose.rotation()).angle().to_degrees();
-            hinted += usize::from(position_error < 0.3 && heading_error < 10.0);
+        for (count, synthesis) in hinted.iter_mut().zip([true, false]) {
+            let config = SlamConfig { relocalize_view_synthesis: synthesis, ..SlamConfig::default() };
+            let outcome =
+                Relocalizer::new(&map, &config)?.relocalize_outcome_with(image, || vec![hypothesis])?;
+            if let Some(found) = outcome.accepted {
+                let estimate = alignment.transform_pose(&found.world_from_camera);
+                let position_error = (estimate.translation() - true_pose.translation()).norm();
+                let heading_error =
+                    (estimate.rotation().inverse() * true_pose.rotation()).angle().to_degrees();
+                *count += usize::from(position_error < 0.3 && heading_error < 10.0);
+            }
         }
     }
     eprintln!(
-        "relocalised within 0.3 m and 10°: {} of {} path frames, {off_path} of {} off-path views ({hinted} with a \
-         hypothesis near the truth)",
+        "relocalised within 0.3 m and 10°: {} of {} path frames, {off_path} of {} off-path views ({} with a \
+         hypothesis near the truth, {} without view synthesis)",
         on_path.0,
         on_path.1,
-        views.len()
+        views.len(),
+        hinted[0],
+        hinted[1]
     );
     assert!(
-        hinted >= off_path && hinted > views.len() / 2,
-        "{hinted} of {} views with a near hypothesis",
+        hinted[0] >= off_path && hinted[0] > views.len() / 2,
+        "{} of {} views with a near hypothesis",
+        hinted[0],
         views.len()
     );
+    // Measured: 10 with it, 9 without.
+    assert!(hinted[0] > hinted[1], "view synthesis placed no view more: {hinted:?}");
 
     // The command writes the documented files.
     let out = dir.path().join("slam-out");

@@ -160,6 +160,9 @@ struct Search {
     rejected: Option<Relocalization>,
     /// The best rejected pose that a caller's hypothesis corroborates ([`Search::corroborate`]).
     corroborated: Option<Relocalization>,
+    /// The best distinct rejected poses of feature match sets, to match again by view synthesis
+    /// ([`Search::remember`]).
+    pool: Vec<Relocalization>,
 }
 
 impl Search {
@@ -202,6 +205,29 @@ impl Search {
         if self.corroborated.as_ref().is_none_or(|b| (found.ncc, found.inliers) > (b.ncc, b.inliers)) {
             self.corroborated = Some(found.clone());
         }
+    }
+
+    /// Keeps a rejected pose among the [`SYNTHESIS_POOL`] best distinct ones (correlation over enough of the
+    /// image): a pose within 0.3 m and 10° of a kept one replaces it only when it correlates better.
+    fn remember(&mut self, judged: &Judged) {
+        let found = &judged.relocalization;
+        if judged.accepted || found.coverage < MIN_COVERAGE {
+            return;
+        }
+        let near = |a: &Relocalization| {
+            let (a, b) = (&a.world_from_camera.0, &found.world_from_camera.0);
+            (a.translation.vector - b.translation.vector).norm() < 0.3
+                && (a.rotation.inverse() * b.rotation).angle() < 10f64.to_radians()
+        };
+        if let Some(kept) = self.pool.iter_mut().find(|k| near(k)) {
+            if found.ncc > kept.ncc {
+                *kept = found.clone();
+            }
+        } else {
+            self.pool.push(found.clone());
+        }
+        self.pool.sort_by(|a, b| b.ncc.total_cmp(&a.ncc));
+        self.pool.truncate(SYNTHESIS_POOL);
     }
 
     /// Whether the verified pose is good enough to end the search ([`SETTLED_NCC`], [`SETTLED_INLIERS`]).
@@ -267,6 +293,8 @@ const SETTLED_INLIERS: usize = 60;
 const PHOTOMETRIC_LEVELS: usize = 4;
 /// Keyframes the image is warped into by view synthesis ([`crate::synthesis`]).
 const SYNTHESIS_KEYFRAMES: usize = 4;
+/// Rejected poses of feature match sets matched again by view synthesis when nothing is verified.
+const SYNTHESIS_POOL: usize = 3;
 
 impl<'a> Relocalizer<'a> {
     /// A relocaliser over `map` (from a run: [`SlamMap::from_output`]; from disk: [`SlamMap::load`]).
@@ -426,6 +454,17 @@ impl<'a> Relocalizer<'a> {
                 }
             }
         }
+        // Rejected poses of feature matches, matched again by view synthesis: a view far from every keyframe's
+        // viewpoint gives a pose decimetres off on its few matches, and the check rejects it.
+        if search.accepted.is_none() {
+            for start in std::mem::take(&mut search.pool) {
+                match self.refine_synthesized(&gray, &start.world_from_camera.0) {
+                    Ok(Some(found)) => search.consider(self.judge(&thumbnail, found)),
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!("view synthesis failed: {error}"),
+                }
+            }
+        }
         // Render and compare: poses where the map's rendered layout looks like the image, refined
         // photometrically, then by guided ORB matching and verified as any other hypothesis. (Accepting
         // photometrically refined poses without matches was tried: on 6 current views all 4 such poses were
@@ -493,14 +532,18 @@ impl<'a> Relocalizer<'a> {
         let wide = self.refine_within(features, refined.0.inverse(), u32::MAX, PLACE_MATCH_RADIUS_PX);
         let tight = wide.and_then(|(w, _)| self.refine(features, w.world_from_camera.0.inverse(), u32::MAX));
         trace.matched = tight.map(|(found, _)| self.judge(thumbnail, found));
-        if trace.matched.as_ref().is_some_and(|m| m.accepted) {
-            return trace;
-        }
-        match self.refine_synthesized(gray, &refined.0) {
+        // A verified pose on few matches may sit decimetres off (matching locked onto part of the view):
+        // view synthesis from it may do better; the search keeps whichever correlates best.
+        let start = match &trace.matched {
+            Some(m) if m.accepted && m.relocalization.inliers >= SETTLED_INLIERS => return trace,
+            Some(m) if m.accepted => m.relocalization.world_from_camera.0,
+            _ => refined.0,
+        };
+        match self.refine_synthesized(gray, &start) {
             Ok(found) => trace.synthesized = found.map(|found| self.judge(thumbnail, found)),
             Err(error) => tracing::warn!("view synthesis failed: {error}"),
         }
-        if trace.synthesized.as_ref().is_some_and(|s| s.accepted) {
+        if [&trace.matched, &trace.synthesized].iter().any(|j| j.as_ref().is_some_and(|j| j.accepted)) {
             return trace;
         }
         trace.around =
@@ -561,6 +604,7 @@ impl<'a> Relocalizer<'a> {
                 break;
             };
             let found = self.judge(thumbnail, found);
+            search.remember(&found);
             let accepted = found.accepted;
             if !accepted && found.relocalization.inliers >= SHIFT_MIN_INLIERS {
                 shift_seeds.push((found.relocalization.clone(), inlier_points));
@@ -1010,6 +1054,9 @@ impl<'a> Relocalizer<'a> {
         gray: &GrayImage,
         world_from_camera: &Isometry3<f64>,
     ) -> Result<Option<Relocalization>, SlamError> {
+        if !self.config.relocalize_view_synthesis {
+            return Ok(None);
+        }
         let camera = &self.map.camera;
         let mut orb = OrbExtractor::new(&self.config.orb)?;
         let seeing = self.keyframes_seeing(world_from_camera, SYNTHESIS_KEYFRAMES);

@@ -84,6 +84,9 @@ pub struct SlamConfig {
     /// less, so a larger correction is a place that looks the same elsewhere (a repeated room or texture).
     pub loop_max_drift: f64,
     pub loop_max_drift_deg_per_m: f64,
+    /// Relocalisation matches hypotheses across wide baselines by view synthesis ([`crate::synthesis`]);
+    /// off only to measure what it adds.
+    pub relocalize_view_synthesis: bool,
 }
 
 impl Default for SlamConfig {
@@ -106,6 +109,7 @@ impl Default for SlamConfig {
             loop_min_inliers: 60,
             loop_max_drift: 0.05,
             loop_max_drift_deg_per_m: 1.0,
+            relocalize_view_synthesis: true,
         }
     }
 }
