@@ -12,9 +12,10 @@
 //! keyframes that see most of what the pose would see ([`Relocalizer::keyframes_seeing`] — for a novel
 //! viewpoint these are often metres away or facing elsewhere), warped into it by their depth, are
 //! correlated with the image's. Repeated textures (wallpaper, tiles) can make the matches of a keyframe
-//! metres away agree on a shifted pose; what does not repeat in the view decides between them. The
-//! hypothesis with the highest correlation wins, and none is returned when no correlation reaches
-//! [`MIN_NCC`]. A place hypothesis whose matching fails is matched by view synthesis
+//! metres away agree on a shifted pose; what does not repeat in the view decides between them. Of the
+//! hypotheses whose correlation reaches [`MIN_NCC`] the most confident wins (correlation weighed by inliers,
+//! below: a symmetric room turned 180° may correlate better on a few matches than the truth on many); none
+//! is returned when none reaches it. A place hypothesis whose matching fails is matched by view synthesis
 //! ([`crate::synthesis`]: the image warped into the keyframes that see it, which undoes the perspective of a
 //! viewpoint no keyframe shared), then, if that is not verified either, from a grid of starts around it
 //! ([`Relocalizer::refine_around`]): photometric refinement stops decimetres off along flat directions of
@@ -24,7 +25,8 @@
 //!
 //! A pose the check rejects by a little is accepted when nothing passes the check and a caller's hypothesis
 //! corroborates it (layout place recognition predicted it and guided matching from there found it with many
-//! inliers: three cues agree; [`Search::corroborate`]).
+//! inliers: three cues agree; [`Search::corroborate`]), or else when hundreds of inliers agree on it
+//! ([`Search::outweigh`]: the check fails where the keyframes never saw part of the view).
 //!
 //! [`Relocalizer::relocalize_outcome`] also returns, when nothing is verified, the best rejected
 //! hypothesis: an unverified guess for callers that must answer anyway (the map answerer's fallback).
