@@ -89,7 +89,7 @@ pub struct EvalArgs {
     #[arg(long)]
     pub objects_model: Option<PathBuf>,
     /// Pose hypotheses from layout place recognition per current view of the map answerer (its floor
-    /// boundary matched against the occupancy grid; 0 turns it off).
+    /// boundary matched against the occupancy grid; each is also tried turned ±90°; 0 turns it off).
     #[arg(long, default_value_t = gst_baseline::scene_layout::LAYOUT_HYPOTHESES)]
     pub layout_hypotheses: usize,
     /// Write a Rerun recording of every question with its images, the answer given and the true one.
