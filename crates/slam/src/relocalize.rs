@@ -175,8 +175,10 @@ struct Search {
     /// The best distinct rejected poses of feature match sets, to match again by view synthesis
     /// ([`Search::remember`]).
     pool: Vec<Relocalization>,
-    /// Seed poses the texture-shift search has started from ([`Relocalizer::try_shifts`]).
-    shift_searched: Vec<Pose3>,
+    /// Seed poses the texture-shift search ([`Relocalizer::try_shifts`]) and the slide
+    /// ([`Relocalizer::slide`]) have started from: one search of each kind per place ([`same_place`]).
+    shifted_from: Vec<Pose3>,
+    slid_from: Vec<Pose3>,
 }
 
 impl Search {
@@ -214,9 +216,7 @@ impl Search {
         {
             return;
         }
-        let (a, b) = (&found.world_from_camera.0, &start.0);
-        let distance = (a.translation.vector - b.translation.vector).norm();
-        let turn = (a.rotation.inverse() * b.rotation).angle().to_degrees();
+        let (distance, turn) = separation(&found.world_from_camera, start);
         if distance > CORROBORATED_DISTANCE_M || turn > CORROBORATED_TURN_DEG {
             return;
         }
@@ -251,12 +251,9 @@ impl Search {
         if judged.accepted || found.coverage < MIN_COVERAGE {
             return;
         }
-        let near = |a: &Relocalization| {
-            let (a, b) = (&a.world_from_camera.0, &found.world_from_camera.0);
-            (a.translation.vector - b.translation.vector).norm() < 0.3
-                && (a.rotation.inverse() * b.rotation).angle() < 10f64.to_radians()
-        };
-        if let Some(kept) = self.pool.iter_mut().find(|k| near(k)) {
+        if let Some(kept) =
+            self.pool.iter_mut().find(|k| same_place(&k.world_from_camera, &found.world_from_camera))
+        {
             if found.ncc > kept.ncc {
                 *kept = found.clone();
             }
@@ -288,6 +285,28 @@ const CORROBORATED_TURN_DEG: f64 = 10.0;
 /// within the bounds had 28–40 inliers and correlations 0.46–0.48, those metres off at most 21 and 0.36).
 const CORROBORATED_INLIERS: usize = 25;
 const CORROBORATED_NCC: f64 = 0.42;
+
+/// How far apart two poses are: metres, and degrees of turn.
+fn separation(a: &Pose3, b: &Pose3) -> (f64, f64) {
+    let distance = (a.0.translation.vector - b.0.translation.vector).norm();
+    (distance, (a.0.rotation.inverse() * b.0.rotation).angle().to_degrees())
+}
+
+/// Whether two poses are one place to the searches that keep distinct poses (within 0.3 m and 10°).
+fn same_place(a: &Pose3, b: &Pose3) -> bool {
+    let (distance, turn) = separation(a, b);
+    distance < 0.3 && turn < 10.0
+}
+
+/// Whether `seed` is at none of the places in `searched` ([`same_place`]).
+fn unsearched(searched: &[Pose3], seed: &Pose3) -> bool {
+    !searched.iter().any(|p| same_place(p, seed))
+}
+
+/// `pose` moved by `shift` (world frame), its rotation kept.
+fn moved(pose: &Isometry3<f64>, shift: nalgebra::Vector3<f64>) -> Isometry3<f64> {
+    Isometry3::from_parts(nalgebra::Translation3::from(pose.translation.vector + shift), pose.rotation)
+}
 
 /// A pose the check rejected is still accepted, when nothing passes it, on at least this many inliers with at
 /// least this correlation ([`Search::outweigh`]; scene_008/view_03 of the bench: 170–270 inliers 1 cm from the
@@ -478,7 +497,10 @@ impl<'a> Relocalizer<'a> {
         if search.accepted.is_none() {
             tracing::debug!("{} shift seeds", shift_seeds.len());
             for (seed, points) in &shift_seeds {
-                self.try_shifts(&features, &thumbnail, seed, points, &mut search);
+                if unsearched(&search.shifted_from, &seed.world_from_camera) {
+                    search.shifted_from.push(seed.world_from_camera);
+                    self.try_shifts(&features, &thumbnail, seed, points, &mut search);
+                }
             }
         }
         // Rejected poses of feature matches, matched again by view synthesis: a view far from every keyframe's
@@ -549,7 +571,8 @@ impl<'a> Relocalizer<'a> {
     /// Repeated textures: a rejected pose with many inliers may be shifted by whole texture periods. The
     /// shifts between its inlier points and stored copies of their descriptors elsewhere
     /// ([`Self::texture_shifts`]) are the candidates; each that the check does not rule out is refined by
-    /// tight matching and judged into `search`. A seed within 0.3 m and 10° of one already searched is skipped.
+    /// tight matching and judged into `search`. Callers skip a seed at a place already searched
+    /// (`Search::shifted_from`).
     fn try_shifts(
         &self,
         features: &Features,
@@ -559,14 +582,6 @@ impl<'a> Relocalizer<'a> {
         search: &mut Search,
     ) {
         let pose = &seed.world_from_camera.0;
-        let searched = |p: &Pose3| {
-            (p.0.translation.vector - pose.translation.vector).norm() < 0.3
-                && (p.0.rotation.inverse() * pose.rotation).angle() < 10f64.to_radians()
-        };
-        if search.shift_searched.iter().any(searched) {
-            return;
-        }
-        search.shift_searched.push(seed.world_from_camera);
         let shifts = self.texture_shifts(points);
         tracing::debug!(
             "{} texture shifts from {} points of a pose on {} inliers",
@@ -575,10 +590,7 @@ impl<'a> Relocalizer<'a> {
             seed.inliers
         );
         for shift in shifts {
-            let shifted = Isometry3::from_parts(
-                nalgebra::Translation3::from(pose.translation.vector + shift),
-                pose.rotation,
-            );
+            let shifted = moved(pose, shift);
             let check = self.check(thumbnail, &Pose3(shifted));
             tracing::debug!("shift {shift:?} of keyframe {}'s pose: {check:?}", seed.keyframe);
             let Some(check) = check else { continue };
@@ -595,7 +607,8 @@ impl<'a> Relocalizer<'a> {
     /// A rejected pose found after the feature match sets (by view synthesis, or from a place or layout
     /// hypothesis) on at least [`SHIFT_MIN_INLIERS`] inliers, while nothing is verified, may also be a
     /// texture period off: the texture-shift search ([`Self::try_shifts`], seeded with the points of tight
-    /// matching at the pose), then the pose slid along the floor ([`Self::slide`]).
+    /// matching at the pose), then the pose slid along the floor ([`Self::slide`]); each at most once per
+    /// place (`Search::shifted_from`, `Search::slid_from`).
     fn try_late_shifts(
         &self,
         features: &Features,
@@ -608,12 +621,23 @@ impl<'a> Relocalizer<'a> {
         if judged.accepted || search.accepted.is_some() || seed.inliers < SHIFT_MIN_INLIERS {
             return;
         }
+        let shift_here = unsearched(&search.shifted_from, &seed.world_from_camera);
+        let slide_here = unsearched(&search.slid_from, &seed.world_from_camera);
+        if !shift_here && !slide_here {
+            return;
+        }
         let Some((_, points)) = self.refine(features, seed.world_from_camera.0.inverse(), seed.keyframe)
         else {
             return;
         };
-        self.try_shifts(features, thumbnail, seed, &points, search);
-        self.slide(features, thumbnail, gray, seed, search);
+        if shift_here {
+            search.shifted_from.push(seed.world_from_camera);
+            self.try_shifts(features, thumbnail, seed, &points, search);
+        }
+        if slide_here {
+            search.slid_from.push(seed.world_from_camera);
+            self.slide(features, thumbnail, gray, seed, search);
+        }
     }
 
     /// The seed's pose slid over a grid in its camera's right–forward plane ([`SLIDE_STEPS`] each way,
@@ -633,7 +657,7 @@ impl<'a> Relocalizer<'a> {
         search: &mut Search,
     ) {
         let pose = &seed.world_from_camera.0;
-        let mut scored: Vec<(f64, nalgebra::Vector3<f64>)> = Vec::new();
+        let mut scored: Vec<(f64, nalgebra::Vector3<f64>, Isometry3<f64>)> = Vec::new();
         for i in -SLIDE_STEPS..=SLIDE_STEPS {
             for j in -SLIDE_STEPS..=SLIDE_STEPS {
                 if i == 0 && j == 0 {
@@ -641,22 +665,19 @@ impl<'a> Relocalizer<'a> {
                 }
                 let shift = pose.rotation
                     * nalgebra::Vector3::new(f64::from(i) * SLIDE_STEP_M, 0.0, f64::from(j) * SLIDE_STEP_M);
-                let shifted = Isometry3::from_parts(
-                    nalgebra::Translation3::from(pose.translation.vector + shift),
-                    pose.rotation,
-                );
+                let shifted = moved(pose, shift);
                 if let Some(check) = self.check(thumbnail, &Pose3(shifted))
                     && check.coverage >= MIN_COVERAGE
                     && check.ncc >= MIN_NCC
                 {
-                    scored.push((check.ncc, shift));
+                    scored.push((check.ncc, shift, shifted));
                 }
             }
         }
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         tracing::debug!("slide: {} candidates", scored.len());
         let mut tried: Vec<nalgebra::Vector3<f64>> = Vec::new();
-        for (ncc, shift) in scored {
+        for (ncc, shift, shifted) in scored {
             if tried.len() >= SLIDE_CANDIDATES {
                 break;
             }
@@ -664,10 +685,6 @@ impl<'a> Relocalizer<'a> {
                 continue;
             }
             tried.push(shift);
-            let shifted = Isometry3::from_parts(
-                nalgebra::Translation3::from(pose.translation.vector + shift),
-                pose.rotation,
-            );
             let trace = self.trace_place(features, thumbnail, gray, &Pose3(shifted));
             tracing::debug!("slide {shift:?}: ncc {ncc:.3}");
             for judged in [trace.matched, trace.around, trace.synthesized].into_iter().flatten() {
