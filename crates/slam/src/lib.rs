@@ -18,6 +18,7 @@ pub mod relocalize;
 pub mod synthesis;
 pub mod system;
 pub mod thumbnail;
+pub mod upright;
 
 pub use error::SlamError;
 pub use map_file::{MAP_FILE, SlamMap};

@@ -87,6 +87,9 @@ pub struct SlamConfig {
     /// Relocalisation matches hypotheses across wide baselines by view synthesis ([`crate::synthesis`]);
     /// off only to measure what it adds.
     pub relocalize_view_synthesis: bool,
+    /// Relocalisation also searches each match set for a camera carried without roll
+    /// ([`crate::upright`]: two matches per hypothesis, the pitch swept); off only to measure what it adds.
+    pub relocalize_upright: bool,
 }
 
 impl Default for SlamConfig {
@@ -110,6 +113,7 @@ impl Default for SlamConfig {
             loop_max_drift: 0.05,
             loop_max_drift_deg_per_m: 1.0,
             relocalize_view_synthesis: true,
+            relocalize_upright: true,
         }
     }
 }
