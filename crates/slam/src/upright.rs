@@ -318,8 +318,9 @@ mod tests {
         let centre = world_from_camera.translation.vector;
         assert!(
             solutions.iter().any(|(yaw, c)| {
-                let turn = (yaw - 123f64.to_radians()).rem_euclid(std::f64::consts::TAU);
-                (c - centre).norm() < 1e-9 && (turn < 1e-9 || turn > std::f64::consts::TAU - 1e-9)
+                let pi = std::f64::consts::PI;
+                let turn = (yaw - 123f64.to_radians() + pi).rem_euclid(2.0 * pi) - pi;
+                (c - centre).norm() < 1e-9 && turn.abs() < 1e-9
             }),
             "{solutions:?} vs {centre}"
         );
