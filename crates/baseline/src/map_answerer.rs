@@ -43,7 +43,7 @@ use gst_slam::thumbnail::Thumbnail;
 
 use crate::drawings::TrajectoryDrawing;
 use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
-use crate::scene_layout::{LAYOUT_HYPOTHESES, SceneLayout};
+use crate::scene_layout::{DEEP_LAYOUT_HYPOTHESES, LAYOUT_HYPOTHESES, SceneLayout};
 use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
 use crate::{AnswerContext, Answerer, BaselineError, Grounding, Reply};
 
@@ -128,13 +128,29 @@ impl SceneMemory {
         if count == 0 {
             return Vec::new();
         }
-        let layout = self.layout.get_or_init(|| {
-            SceneLayout::build(&self.map, &self.slam.map, self.slam.sequence_dir()).unwrap_or_else(|error| {
-                tracing::warn!("{error}: no layout place recognition");
-                None
+        self.layout().map(|l| l.hypotheses(view, count)).unwrap_or_default()
+    }
+
+    /// The layout hypotheses ranked below the first `skip`, down to [`DEEP_LAYOUT_HYPOTHESES`]: the
+    /// relocaliser's last resort (none when layout hypotheses are off).
+    fn deeper_layout_hypotheses(&self, view: &RgbImage, skip: usize) -> Vec<Pose3> {
+        if skip == 0 {
+            return Vec::new();
+        }
+        self.layout().map(|l| l.ranked_hypotheses(view, skip, DEEP_LAYOUT_HYPOTHESES)).unwrap_or_default()
+    }
+
+    fn layout(&self) -> Option<&SceneLayout> {
+        self.layout
+            .get_or_init(|| {
+                SceneLayout::build(&self.map, &self.slam.map, self.slam.sequence_dir()).unwrap_or_else(
+                    |error| {
+                        tracing::warn!("{error}: no layout place recognition");
+                        None
+                    },
+                )
             })
-        });
-        layout.as_ref().map(|l| l.hypotheses(view, count)).unwrap_or_default()
+            .as_ref()
     }
 }
 
@@ -419,9 +435,11 @@ impl MapAnswerer {
         memory.views.get_or_try(&path, || {
             let view = gst_io::read_rgb(&path)?;
             let mut relocalizer = memory.slam.relocalizer()?;
-            let outcome = relocalizer.relocalize_outcome_with(&view, || {
-                memory.layout_hypotheses(&view, self.config.layout_hypotheses)
-            })?;
+            let outcome = relocalizer.relocalize_outcome_with_deeper(
+                &view,
+                || memory.layout_hypotheses(&view, self.config.layout_hypotheses),
+                || memory.deeper_layout_hypotheses(&view, self.config.layout_hypotheses),
+            )?;
             let located = match (outcome.accepted, outcome.best_rejected) {
                 (Some(found), _) => (found.world_from_camera, None),
                 (None, Some(rejected)) => (

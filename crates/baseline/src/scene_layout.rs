@@ -15,6 +15,9 @@ use crate::BaselineError;
 const TRAINING_KEYFRAMES: usize = 60;
 /// Hypotheses handed to the relocaliser per view.
 pub const LAYOUT_HYPOTHESES: usize = 5;
+/// How far down the ranking the relocaliser's last resort goes ([`SceneLayout::ranked_hypotheses`]): the
+/// bench's scene_019/view_05 is placed from its 29th (0.008 m, 53 inliers).
+pub const DEEP_LAYOUT_HYPOTHESES: usize = 40;
 
 /// A scene's floor model and layout index.
 #[derive(Debug)]
@@ -68,6 +71,18 @@ impl SceneLayout {
     /// The best distinct camera poses (`world_from_camera`, the SLAM map's world) for an image, best first.
     pub fn hypotheses(&self, image: &RgbImage, count: usize) -> Vec<Pose3> {
         self.scored_hypotheses(image, count).into_iter().map(|(pose, _)| pose).collect()
+    }
+
+    /// The distinct hypotheses ranked `skip + 1` to `count` (not turned): the relocaliser's last resort
+    /// ([`gst_slam::Relocalizer::relocalize_outcome_with_deeper`]) after the first `skip` have failed.
+    pub fn ranked_hypotheses(&self, image: &RgbImage, skip: usize, count: usize) -> Vec<Pose3> {
+        let world_from_map = self.map_from_world.inverse();
+        self.index
+            .hypotheses(&self.model, &self.camera, image, count)
+            .into_iter()
+            .skip(skip)
+            .map(|h| world_from_map * h.map_from_camera)
+            .collect()
     }
 
     /// [`Self::hypotheses`] with their scores ([`gst_map::LayoutHypothesis::score`], lower is better): the

@@ -209,11 +209,22 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             let outcome = if args.layout_only {
                 gst_slam::RelocalizationOutcome::default()
             } else {
-                relocalizer.relocalize_outcome_with(&image, || {
-                    hypotheses =
-                        layout.as_ref().map(|l| l.hypotheses(&image, layout_count)).unwrap_or_default();
-                    hypotheses.clone()
-                })?
+                relocalizer.relocalize_outcome_with_deeper(
+                    &image,
+                    || {
+                        hypotheses =
+                            layout.as_ref().map(|l| l.hypotheses(&image, layout_count)).unwrap_or_default();
+                        hypotheses.clone()
+                    },
+                    || {
+                        let deepest = gst_baseline::scene_layout::DEEP_LAYOUT_HYPOTHESES;
+                        layout
+                            .as_ref()
+                            .filter(|_| layout_count > 0)
+                            .map(|l| l.ranked_hypotheses(&image, layout_count, deepest))
+                            .unwrap_or_default()
+                    },
+                )?
             };
             let seconds = started.elapsed().as_secs_f64();
             // The rank diagnostics need the hypotheses of every view, also of those settled without them.
