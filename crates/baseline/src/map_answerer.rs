@@ -43,7 +43,7 @@ use gst_slam::thumbnail::Thumbnail;
 
 use crate::drawings::TrajectoryDrawing;
 use crate::geometry::{egocentric, metres_text, point_text, wrap_deg};
-use crate::scene_layout::{DEEP_LAYOUT_HYPOTHESES, LAYOUT_HYPOTHESES, SceneLayout};
+use crate::scene_layout::{LAYOUT_HYPOTHESES, SceneLayout};
 use crate::scene_slam::{PoseSource, SceneSlam, tum_dir};
 use crate::{AnswerContext, Answerer, BaselineError, Grounding, Reply};
 
@@ -131,13 +131,13 @@ impl SceneMemory {
         self.layout().map(|l| l.hypotheses(view, count)).unwrap_or_default()
     }
 
-    /// The layout hypotheses ranked below the first `skip`, down to [`DEEP_LAYOUT_HYPOTHESES`]: the
-    /// relocaliser's last resort (none when layout hypotheses are off).
+    /// The layout hypotheses ranked below the first `skip` ([`SceneLayout::deeper_hypotheses`]): the
+    /// relocaliser's last resort.
     fn deeper_layout_hypotheses(&self, view: &RgbImage, skip: usize) -> Vec<Pose3> {
         if skip == 0 {
             return Vec::new();
         }
-        self.layout().map(|l| l.ranked_hypotheses(view, skip, DEEP_LAYOUT_HYPOTHESES)).unwrap_or_default()
+        self.layout().map(|l| l.deeper_hypotheses(view, skip)).unwrap_or_default()
     }
 
     fn layout(&self) -> Option<&SceneLayout> {

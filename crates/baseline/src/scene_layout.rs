@@ -76,25 +76,32 @@ impl SceneLayout {
     /// The distinct hypotheses ranked `skip + 1` to `count` (not turned): the relocaliser's last resort
     /// ([`gst_slam::Relocalizer::relocalize_outcome_with_deeper`]) after the first `skip` have failed.
     pub fn ranked_hypotheses(&self, image: &RgbImage, skip: usize, count: usize) -> Vec<Pose3> {
+        self.best(image, count).into_iter().skip(skip).map(|(pose, _)| pose).collect()
+    }
+
+    /// The last resort after the first `skip` hypotheses: those ranked below them, down to
+    /// [`DEEP_LAYOUT_HYPOTHESES`] (none when `skip` is 0: layout hypotheses are off).
+    pub fn deeper_hypotheses(&self, image: &RgbImage, skip: usize) -> Vec<Pose3> {
+        if skip == 0 {
+            return Vec::new();
+        }
+        self.ranked_hypotheses(image, skip, DEEP_LAYOUT_HYPOTHESES)
+    }
+
+    /// The `count` best distinct hypotheses with their scores, in the SLAM map's world.
+    fn best(&self, image: &RgbImage, count: usize) -> Vec<(Pose3, f32)> {
         let world_from_map = self.map_from_world.inverse();
         self.index
             .hypotheses(&self.model, &self.camera, image, count)
             .into_iter()
-            .skip(skip)
-            .map(|h| world_from_map * h.map_from_camera)
+            .map(|h| (world_from_map * h.map_from_camera, h.score))
             .collect()
     }
 
     /// [`Self::hypotheses`] with their scores ([`gst_map::LayoutHypothesis::score`], lower is better): the
     /// `count` best, then each of them turned ±90° ([`turned_quarter`], with its score), in that order.
     pub fn scored_hypotheses(&self, image: &RgbImage, count: usize) -> Vec<(Pose3, f32)> {
-        let world_from_map = self.map_from_world.inverse();
-        let best: Vec<(Pose3, f32)> = self
-            .index
-            .hypotheses(&self.model, &self.camera, image, count)
-            .into_iter()
-            .map(|h| (world_from_map * h.map_from_camera, h.score))
-            .collect();
+        let best = self.best(image, count);
         let turned: Vec<(Pose3, f32)> = best
             .iter()
             .flat_map(|(pose, score)| [90.0, -90.0].map(|deg| (turned_quarter(pose, deg), *score)))

@@ -216,14 +216,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                             layout.as_ref().map(|l| l.hypotheses(&image, layout_count)).unwrap_or_default();
                         hypotheses.clone()
                     },
-                    || {
-                        let deepest = gst_baseline::scene_layout::DEEP_LAYOUT_HYPOTHESES;
-                        layout
-                            .as_ref()
-                            .filter(|_| layout_count > 0)
-                            .map(|l| l.ranked_hypotheses(&image, layout_count, deepest))
-                            .unwrap_or_default()
-                    },
+                    || layout.as_ref().map(|l| l.deeper_hypotheses(&image, layout_count)).unwrap_or_default(),
                 )?
             };
             let seconds = started.elapsed().as_secs_f64();

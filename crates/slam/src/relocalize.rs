@@ -271,6 +271,11 @@ impl Search {
         self.pool.truncate(SYNTHESIS_POOL);
     }
 
+    /// Whether nothing is verified, corroborated or outweighed: the last resorts' condition.
+    fn empty_handed(&self) -> bool {
+        self.accepted.is_none() && self.corroborated.is_none() && self.outweighed.is_none()
+    }
+
     /// Whether the verified pose is good enough to end the search ([`SETTLED_NCC`], [`SETTLED_INLIERS`]).
     fn settled(&self) -> bool {
         self.accepted.as_ref().is_some_and(|b| b.ncc >= SETTLED_NCC && b.inliers >= SETTLED_INLIERS)
@@ -554,7 +559,7 @@ impl<'a> Relocalizer<'a> {
         // Last resorts, when nothing is verified, corroborated or outweighed: the keyframes further down the
         // descriptor vote. A novel view's own keyframes can rank far down when repeated textures draw the
         // votes elsewhere (scene_013/view_02 of the bench: ranks 84–116). Then the caller's deeper hypotheses.
-        if search.accepted.is_none() && search.corroborated.is_none() && search.outweighed.is_none() {
+        if search.empty_handed() {
             for &kf in voted.iter().skip(HYPOTHESES) {
                 if search.accepted.is_some() {
                     break;
@@ -575,7 +580,7 @@ impl<'a> Relocalizer<'a> {
             }
         }
         // A deeper list gives a chance pose more tries: only a pose on [`DEEPER_MIN_INLIERS`] is taken from it.
-        if search.accepted.is_none() && search.corroborated.is_none() && search.outweighed.is_none() {
+        if search.empty_handed() {
             let mut deep = Search::default();
             let strong = |d: &Search| d.accepted.as_ref().is_some_and(|a| a.inliers >= DEEPER_MIN_INLIERS);
             for hypothesis in deeper() {
