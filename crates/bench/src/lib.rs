@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod generate;
 pub mod metrics;
+pub mod overlap;
 pub mod score;
 pub mod table;
 pub mod texts;

@@ -18,13 +18,20 @@
 //! `GST_DEBUG_REFINED=1` logs for every view the photometrically refined place hypotheses (correlation,
 //! coverage, position and heading error); `GST_DEBUG_LAYOUT=1` (with `--layout`) logs for every view what became
 //! of each layout hypothesis ([`gst_slam::Relocalizer::trace_hypothesis`]).
+//!
+//! `--overlap` (an ORACLE diagnostic: it reads the generated scene and the exploration's true poses) adds
+//! per view the share of its surface the exploration saw, and saw from a similar viewpoint
+//! ([`gst_bench::overlap`]), and counts the views placed among those the exploration barely faced.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use gst_core::{Pose3, Trajectory};
+use gst_bench::overlap::{ExplorationDepth, OverlapConfig, ViewOverlap, view_overlap};
+use gst_core::{PinholeCamera, Pose3, Trajectory};
+use gst_sim::library::FurnitureLibrary;
+use gst_sim::render::{RenderOptions, RenderScene, render};
 use gst_slam::metrics::{EvaluationOptions, evaluate};
 use gst_slam::{MAP_FILE, Relocalizer, SlamConfig, SlamMap, run_slam};
 
@@ -68,10 +75,22 @@ pub struct RelocBenchArgs {
     /// answerer, [`gst_map::LayoutConfig::separation_m`]).
     #[arg(long, requires = "layout")]
     pub layout_separation: Option<f64>,
+    /// ORACLE diagnostic: render each view's true depth from the generated scene (`scenes/<scene>/scene.json`)
+    /// and measure the share of its surface that the exploration (every second frame of the TUM export,
+    /// at its ground-truth pose) saw, and saw from a similar viewpoint ([`gst_bench::overlap`]: rays at
+    /// most 40° apart, distances within a factor 1.6). Never used in relocalising.
+    #[arg(long)]
+    pub overlap: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
+
+/// `--overlap` reads every this many frames of the exploration.
+const OVERLAP_FRAME_STRIDE: usize = 2;
+/// The summary of `--overlap` counts views by the share of their surface seen from a similar viewpoint:
+/// below the first bound, between the bounds, above the second.
+const OVERLAP_BOUNDS: (f64, f64) = (0.05, 0.25);
 
 #[derive(Debug, Deserialize)]
 struct ViewRecord {
@@ -107,6 +126,10 @@ pub struct ViewResult {
     pub layout_hypotheses: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout_rank: Option<usize>,
+    /// With `--overlap` (ORACLE): how much of the view's surface the exploration saw, and from a similar
+    /// viewpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<gst_bench::overlap::ViewOverlap>,
 }
 
 #[derive(Debug, Serialize)]
@@ -183,6 +206,8 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             ),
             None => None,
         };
+        let overlap =
+            if args.overlap { Some(ViewSurfaces::load(&args.data, scene, &sequence, &truth)?) } else { None };
         let layout = match (&semantic, args.layout) {
             (Some(semantic), true) => {
                 let started = std::time::Instant::now();
@@ -246,6 +271,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     position < 0.3 && heading < 10.0
                 })
                 .map(|rank| rank + 1);
+            let overlap = overlap.as_ref().and_then(|o| o.overlap(&view.world_from_camera));
             if args.layout_only {
                 results.push(ViewResult {
                     scene: scene.clone(),
@@ -253,6 +279,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     seconds,
                     layout_hypotheses: Some(hypotheses.len()),
                     layout_rank,
+                    overlap,
                     ..ViewResult::default()
                 });
                 continue;
@@ -305,6 +332,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 compass_yaw_error_deg,
                 layout_hypotheses: args.layout.then_some(hypotheses.len()),
                 layout_rank,
+                overlap,
             };
             if let Some(found) = found {
                 let (position, heading) = errors(&found.world_from_camera);
@@ -313,8 +341,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 result.inliers = found.inliers;
                 result.confidence = found.confidence;
             }
-            let correct = result.position_error_m.is_some_and(|e| e < 0.3)
-                && result.heading_error_deg.is_some_and(|e| e < 10.0);
+            let correct = placed(&result);
             if std::env::var_os("GST_DEBUG_REFINED").is_some() {
                 let refined: Vec<String> = relocalizer
                     .refined_places(&image, 12)
@@ -422,12 +449,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             results.push(result);
         }
     }
-    let correct = results
-        .iter()
-        .filter(|r| {
-            r.position_error_m.is_some_and(|e| e < 0.3) && r.heading_error_deg.is_some_and(|e| e < 10.0)
-        })
-        .count();
+    let correct = results.iter().filter(|r| placed(r)).count();
     let found = results.iter().filter(|r| r.found).count();
     let mut seconds: Vec<f64> = results.iter().map(|r| r.seconds).collect();
     seconds.sort_by(f64::total_cmp);
@@ -447,7 +469,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
     } else {
         for r in &report.results {
             println!(
-                "{:<10} {:<28} {:>6} {:>8} {:>8} {:>5} {:>5.2} {}{}",
+                "{:<10} {:<28} {:>6} {:>8} {:>8} {:>5} {:>5.2} {}{}{}",
                 r.scene,
                 r.image,
                 if r.found { "found" } else { "-" },
@@ -463,6 +485,11 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 r.answer_yaw_error_deg.map_or(String::new(), |e| format!(
                     " | yaw {e:.1}° compass {}",
                     r.compass_yaw_error_deg.map_or("-".into(), |c| format!("{c:.1}°"))
+                )),
+                r.overlap.map_or(String::new(), |o| format!(
+                    " | seen {:.0}%, similarly {:.0}%",
+                    100.0 * o.seen,
+                    100.0 * o.similar
                 ))
             );
         }
@@ -510,15 +537,8 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
         if args.layout {
             let ranks: Vec<Option<usize>> = report.results.iter().map(|r| r.layout_rank).collect();
             let within = |k: usize| ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count();
-            let missed: Vec<Option<usize>> = report
-                .results
-                .iter()
-                .filter(|r| {
-                    !(r.position_error_m.is_some_and(|e| e < 0.3)
-                        && r.heading_error_deg.is_some_and(|e| e < 10.0))
-                })
-                .map(|r| r.layout_rank)
-                .collect();
+            let missed: Vec<Option<usize>> =
+                report.results.iter().filter(|r| !placed(r)).map(|r| r.layout_rank).collect();
             println!(
                 "layout hypotheses: searched {} of {} views; a correct one at rank 1: {}, within 5: {}; of the {} views not placed, {} had one",
                 report.results.iter().filter(|r| r.layout_hypotheses.is_some_and(|n| n > 0)).count(),
@@ -528,6 +548,26 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 missed.len(),
                 missed.iter().filter(|r| r.is_some()).count()
             );
+        }
+        if args.overlap {
+            let (low, high) = OVERLAP_BOUNDS;
+            for (what, range) in [
+                (format!("below {:.0}%", 100.0 * low), f64::NEG_INFINITY..low),
+                (format!("{:.0}–{:.0}%", 100.0 * low, 100.0 * high), low..high),
+                (format!("{:.0}% or more", 100.0 * high), high..f64::INFINITY),
+            ] {
+                let rows: Vec<&ViewResult> = report
+                    .results
+                    .iter()
+                    .filter(|r| r.overlap.is_some_and(|o| range.contains(&o.similar)))
+                    .collect();
+                let placed = rows.iter().filter(|r| placed(r)).count();
+                println!(
+                    "views whose surface the exploration saw from a similar viewpoint (ORACLE) {what}: {}, {placed} placed within 0.3 m and 10° ({:.1}%)",
+                    rows.len(),
+                    100.0 * placed as f64 / rows.len().max(1) as f64
+                );
+            }
         }
         println!(
             "{} views: {} within 0.3 m and 10° ({:.1}%), {} found but wrong, {} not found; median {:.2} s per view",
@@ -540,6 +580,55 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether a view was found within the bounds (0.3 m and 10°).
+fn placed(result: &ViewResult) -> bool {
+    result.position_error_m.is_some_and(|e| e < 0.3) && result.heading_error_deg.is_some_and(|e| e < 10.0)
+}
+
+/// What `--overlap` measures a scene's views against (ORACLE): the generated scene's geometry and the
+/// exploration's posed depth at its true poses.
+struct ViewSurfaces {
+    scene: RenderScene,
+    camera: PinholeCamera,
+    exploration: ExplorationDepth,
+    config: OverlapConfig,
+}
+
+impl ViewSurfaces {
+    fn load(data: &Path, scene: &str, sequence: &Path, truth: &Trajectory) -> Result<Self> {
+        let started = std::time::Instant::now();
+        let document = gst_sim::scene::Scene::load(&data.join("scenes").join(scene).join("scene.json"))?;
+        let library = if document.furniture_source == "primitives" {
+            FurnitureLibrary::primitives_only()
+        } else {
+            FurnitureLibrary::open(None)?
+        };
+        let render_scene = gst_sim::geometry::build_render_scene(&document, &library)?;
+        let recording = gst_io::TumSequence::open(sequence, None)?;
+        let camera = recording.calibration().map_or_else(PinholeCamera::gst_benchmark, |c| c.camera);
+        let config = OverlapConfig::default();
+        let mut exploration = ExplorationDepth::new(&camera, &config);
+        for index in (0..recording.len()).step_by(OVERLAP_FRAME_STRIDE) {
+            let frame = recording.frame(index)?;
+            if let Some(pose) = truth.interpolate(frame.depth_timestamp_s) {
+                exploration.add(&pose, &frame.depth);
+            }
+        }
+        tracing::info!(
+            "{scene}: {} exploration frames for the overlap diagnostic in {:.1} s",
+            exploration.len(),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(Self { scene: render_scene, camera, exploration, config })
+    }
+
+    /// The overlap of the view at `world_from_camera` (its depth rendered from the scene).
+    fn overlap(&self, world_from_camera: &Pose3) -> Option<ViewOverlap> {
+        let frame = render(&self.scene, &self.camera, world_from_camera, &RenderOptions::default());
+        view_overlap(&self.exploration, &self.camera, world_from_camera, &frame.depth, &self.config)
+    }
 }
 
 /// SLAM's map and trajectory for `sequence`, from `dir` when an earlier run left them there.
