@@ -13,7 +13,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map bench-map-long baselines build
+.PHONY: help heldout test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map bench-map-long baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make bench-map-long  the same houses explored for 2-3 minutes"
 	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
+	@echo "make heldout     map-slam and relocalisation on a held-out 10-scene split (seed 2027, never tuned on)"
 	@echo "make models      the map baseline's object classifier from 32 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
 	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
@@ -94,6 +95,15 @@ BASELINES_DATA := out/baselines/data
 baselines: build
 	$(GST) generate --scenes 20 --seed 2026 --out $(BASELINES_DATA) --config baselines/bench/generate.json
 	source $(VENV)/env.sh && $(GST) baselines --bench $(BASELINES_DATA)/bench --out out/baselines/eval
+
+# A split nothing was tuned on: the map baseline, then its current views against their true poses (with the
+# ORACLE overlap diagnostic), in the SLAM maps the baseline built.
+heldout: build
+	$(GST) generate --scenes 10 --seed 2027 --out out/heldout/data --config baselines/bench/generate.json
+	source $(VENV)/env.sh && $(GST) baselines --bench out/heldout/data/bench --out out/heldout/eval --only map-slam --results out/heldout/RESULTS.md
+	mkdir -p out/heldout/reloc
+	for dir in out/heldout/eval/map-slam/cache/slam/*/; do ln -sfn "$$PWD/$$dir" out/heldout/reloc/$$(basename $$dir); done
+	$(GST) bench reloc --data out/heldout/data/bench --out out/heldout/reloc --maps out/heldout/eval/map-slam/cache/maps --layout --overlap
 
 bench-viz: build
 	bash scripts/bench-viz.sh $(GST)
