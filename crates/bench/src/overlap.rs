@@ -11,7 +11,7 @@
 //! [`OverlapConfig::max_scale`]: the range over which binary descriptors (ORB) of a surface still match.
 
 use gst_core::{DepthImage, PinholeCamera, Pose3};
-use nalgebra::{Isometry3, Point3};
+use nalgebra::{Isometry3, Point2, Point3};
 
 /// Settings of [`view_overlap`].
 #[derive(Clone, Debug, PartialEq)]
@@ -127,11 +127,7 @@ pub fn view_overlap(
             if !(z.is_finite() && z > 0.0) {
                 continue;
             }
-            let local = Point3::new(
-                (f64::from(x) - camera.cx) / camera.fx * z,
-                (f64::from(y) - camera.cy) / camera.fy * z,
-                z,
-            );
+            let local = camera.unproject(&Point2::new(f64::from(x), f64::from(y)), z);
             points.push(world_from_view.transform_point(&local));
         }
     }
@@ -151,8 +147,8 @@ pub fn view_overlap(
             if q.z < 0.1 {
                 continue;
             }
-            let u = frame_camera.fx * q.x / q.z + frame_camera.cx;
-            let v = frame_camera.fy * q.y / q.z + frame_camera.cy;
+            let Some(pixel) = frame_camera.project(&q) else { continue };
+            let (u, v) = (pixel.x, pixel.y);
             if !(u >= 0.0
                 && v >= 0.0
                 && u < f64::from(frame_camera.width)

@@ -21,7 +21,7 @@ pub use calibration::Calibration;
 pub use camera::{Distortion, PinholeCamera};
 pub use error::CoreError;
 pub use frame::RgbdFrame;
-pub use gravity::gravity_alignment;
+pub use gravity::{gravity_alignment, vertical_from_cameras};
 pub use image::{DepthImage, Image, InstanceImage, RgbImage};
 pub use instance::{Instance, InstanceId, OrientedBox3};
 pub use pose::Pose3;

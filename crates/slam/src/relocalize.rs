@@ -122,7 +122,8 @@ impl MapLookup {
         }
         let layouts = map.keyframes.iter().map(|k| layout(&k.thumbnail)).collect();
         let anchors = map.keyframes.iter().map(anchors).collect();
-        let up = crate::upright::vertical_from_cameras(map.keyframes.iter().map(|k| &k.world_from_camera));
+        let poses: Vec<Pose3> = map.keyframes.iter().map(|k| Pose3(k.world_from_camera)).collect();
+        let up = gst_core::vertical_from_cameras(&poses);
         MapLookup { index, layouts, anchors, up }
     }
 }

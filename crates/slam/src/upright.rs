@@ -37,35 +37,6 @@ impl Default for UprightConfig {
     }
 }
 
-/// The world's vertical seen from a set of level cameras (`world_from_camera` of keyframes carried without
-/// roll): the direction most nearly perpendicular to all their x axes, signed against their y axes (down).
-/// `None` for fewer than two cameras or when their x axes do not span a plane.
-pub fn vertical_from_cameras<'a>(
-    poses: impl IntoIterator<Item = &'a Isometry3<f64>>,
-) -> Option<Vector3<f64>> {
-    let mut scatter = Matrix3::zeros();
-    let mut down = Vector3::zeros();
-    let mut count = 0;
-    for pose in poses {
-        let x = pose.rotation * Vector3::x();
-        scatter += x * x.transpose();
-        down += pose.rotation * Vector3::y();
-        count += 1;
-    }
-    if count < 2 {
-        return None;
-    }
-    let eigen = scatter.symmetric_eigen();
-    let (smallest, _) = eigen.eigenvalues.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1))?;
-    let mut sorted: Vec<f64> = eigen.eigenvalues.iter().copied().collect();
-    sorted.sort_by(f64::total_cmp);
-    if sorted[1] < 1e-3 * count as f64 {
-        return None;
-    }
-    let up = eigen.eigenvectors.column(smallest).into_owned();
-    Some(if up.dot(&down) > 0.0 { -up } else { up })
-}
-
 /// A right-handed horizontal basis `(a, b)` with `a × b = up`.
 fn horizontal_basis(up: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
     let helper = if up.x.abs() < 0.9 { Vector3::x() } else { Vector3::y() };
@@ -250,6 +221,7 @@ fn count_inliers(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gst_core::{Pose3, vertical_from_cameras};
     use rand::{Rng, SeedableRng};
 
     fn camera() -> PinholeCamera {
@@ -284,9 +256,9 @@ mod tests {
     #[test]
     fn the_vertical_is_read_from_level_cameras() {
         let up = tilted_up();
-        let poses: Vec<Isometry3<f64>> = [(0.0, -5.0), (70.0, 0.0), (150.0, -10.0), (260.0, 3.0)]
+        let poses: Vec<Pose3> = [(0.0, -5.0), (70.0, 0.0), (150.0, -10.0), (260.0, 3.0)]
             .iter()
-            .map(|&(yaw, pitch)| pose(&up, Vector3::zeros(), yaw, pitch).inverse())
+            .map(|&(yaw, pitch)| Pose3(pose(&up, Vector3::zeros(), yaw, pitch).inverse()))
             .collect();
         let found = vertical_from_cameras(&poses).expect("vertical");
         assert!((found - up).norm() < 1e-9, "{found} vs {up}");
