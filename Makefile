@@ -13,13 +13,14 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help heldout test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-map bench-map-long baselines build
+.PHONY: help heldout test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers clippy unit bench bench-slam bench-slam-long bench-map bench-map-long baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
 	@echo "make test   fmt check, clippy -D warnings, the whole test suite"
 	@echo "make bench  renderer throughput against Open3D's RaycastingScene"
 	@echo "make bench-slam  SLAM ATE/RPE/fps/memory on 3 generated scenes against Open3D's RGB-D odometry"
+	@echo "make bench-slam-long  SLAM on a 10-minute exploration: memory and keyframes minute by minute"
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make bench-map-long  the same houses explored for 2-3 minutes"
 	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
@@ -79,6 +80,10 @@ bench: setup-bench build
 # Generated scenes and their noisy copies are cached in out/bench-slam/ and reused by later runs.
 bench-slam: setup-bench build
 	source $(VENV)/env.sh && $(GST) bench slam --scenes 3 --out out/bench-slam --python $(PYTHON)
+
+# A 10-minute exploration (6,000 frames), our SLAM only: does memory stay bounded?
+bench-slam-long: build
+	$(GST) bench slam --scenes 1 --duration-s 600 620 --no-peer --out out/bench-slam-long
 
 bench-map: build
 	test -d out/bench-map/data/bench || $(GST) generate --scenes 3 --seed 1 --out out/bench-map/data --config scripts/bench-map-generate.json

@@ -262,3 +262,81 @@ fn gst_slam_writes_its_outputs_and_names_bad_input() -> anyhow::Result<()> {
     common::assert_clean_failure(&output, &["slam.json", "icp_step"]);
     Ok(())
 }
+
+/// Keyframes grow with the places seen, not with the time (`SlamConfig::keyframe_reuse`): a camera that walks
+/// out and back along the same poses twice, then rests, adds no keyframes after its first round trip (which
+/// may fill a gap between the walk out's); without reuse it adds them all the way. Both stay accurate.
+#[test]
+fn a_camera_that_comes_back_or_rests_adds_no_keyframes() -> anyhow::Result<()> {
+    let library = common::library();
+    let mut config = SceneConfig::default();
+    config.plan.min_rooms = 3;
+    config.plan.max_rooms = 3;
+    let scene = generate_scene(8, &config, &library)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    let explore_config = ExploreConfig { fps: 10.0, duration_s: [20.0, 60.0], ..ExploreConfig::default() };
+    let walk = explore(&scene, &explore_config, &mut rng)?;
+    let render_scene = build_render_scene(&scene, &library)?;
+    let camera = PinholeCamera::gst_benchmark();
+    let calibration = Calibration { camera, depth_scale: None, camera_name: None };
+    // Out along the first 60 poses (6 s) and back along the same poses, twice, then at rest where it started.
+    let out: Vec<(Pose3, gst_sim::render::Frame)> = walk
+        .poses()
+        .iter()
+        .take(60)
+        .map(|p| {
+            let frame = render(&render_scene, &camera, &p.world_from_camera, &RenderOptions::default());
+            (p.world_from_camera, frame)
+        })
+        .collect();
+    let round_trip = || (0..out.len()).chain((0..out.len()).rev());
+    let order: Vec<usize> = round_trip().chain(round_trip()).chain(std::iter::repeat_n(0, 60)).collect();
+    let run = |reuse: bool| -> anyhow::Result<(usize, usize, f64)> {
+        let config = SlamConfig { keyframe_reuse: reuse, ..SlamConfig::default() };
+        let mut slam = Slam::new(&calibration, config)?;
+        let mut truth = Vec::new();
+        let mut after_first = 0;
+        for (k, &i) in order.iter().enumerate() {
+            let (pose, frame) = &out[i];
+            let rgbd = RgbdFrame {
+                index: k,
+                timestamp_s: k as f64 * 0.1,
+                rgb: frame.rgb.clone(),
+                depth: Some(frame.depth.clone()),
+                ground_truth: None,
+            };
+            slam.track(&rgbd)?;
+            truth.push(*pose);
+            if k + 1 == 2 * out.len() {
+                after_first = slam.stats().keyframes;
+            }
+        }
+        let output = slam.finish()?;
+        // SLAM's world is the first camera's (the walk out is straight: no alignment is needed, or possible).
+        let first_inverse = out[0].0.0.inverse();
+        let worst = output
+            .trajectory
+            .poses()
+            .iter()
+            .zip(&truth)
+            .map(|(estimate, truth)| {
+                (estimate.world_from_camera.translation() - (first_inverse * truth.0).translation.vector)
+                    .norm()
+            })
+            .fold(0.0, f64::max);
+        Ok((after_first, output.stats.keyframes, worst))
+    };
+    let (first_reused, end_reused, worst_reused) = run(true)?;
+    let (first_plain, end_plain, worst_plain) = run(false)?;
+    assert!(
+        (3..first_plain).contains(&first_reused),
+        "{first_reused} keyframes after the first round trip with reuse, {first_plain} without"
+    );
+    assert_eq!(end_reused, first_reused, "keyframes after the second round trip and the rest, with reuse");
+    assert!(end_plain >= first_plain + 10, "without reuse: {first_plain} keyframes, then {end_plain}");
+    assert!(
+        worst_reused < 0.01 && worst_plain < 0.01,
+        "worst position error {worst_reused} m with reuse, {worst_plain} m without"
+    );
+    Ok(())
+}

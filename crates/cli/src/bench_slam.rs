@@ -34,7 +34,7 @@ use gst_io::{FrameSource, IoError, SourceKind, TumSequence, read_depth_png, read
 use gst_sim::explore::ExploreConfig;
 use gst_sim::noise::DepthNoise;
 use gst_slam::metrics::{EvaluationOptions, TrajectoryEvaluation, evaluate};
-use gst_slam::{SlamConfig, SlamStats, run_slam};
+use gst_slam::{Slam, SlamConfig, SlamStats, run_pipelined};
 
 use crate::progress;
 use crate::scene_cmd::FurnitureArgs;
@@ -111,10 +111,28 @@ enum OursRun {
         /// VmHWM of the child process; `None` where /proc is not available.
         peak_rss_mb: Option<f64>,
         threads: usize,
+        /// The child's memory and keyframes every minute of the recording ([`MEMORY_EVERY_S`]).
+        #[serde(default)]
+        memory: Vec<MemoryPoint>,
     },
     Failed {
         error: String,
     },
+}
+
+/// How often the child records its memory, seconds of the recording.
+const MEMORY_EVERY_S: f64 = 60.0;
+
+/// The child's memory after some frames: whether it stays bounded on long sequences.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct MemoryPoint {
+    frames: usize,
+    /// Seconds of the recording (timestamp of the frame since the first).
+    seconds: f64,
+    keyframes: usize,
+    /// Resident set (VmRSS) and its peak so far (VmHWM), MiB.
+    rss_mb: f64,
+    peak_rss_mb: f64,
 }
 
 /// What `bench_open3d_odometry.py` reports.
@@ -143,6 +161,9 @@ enum Measurement {
         evaluation: Box<TrajectoryEvaluation>,
         /// The system's own report (our `SlamStats`, or the peer's JSON).
         details: serde_json::Value,
+        /// Ours: memory and keyframes every minute of the recording.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        memory: Vec<MemoryPoint>,
     },
     Failed {
         error: String,
@@ -485,7 +506,7 @@ fn run_ours(
         let run: OursRun = read_json(&report)?;
         match run {
             OursRun::Failed { error } => Ok(Measurement::Failed { error }),
-            OursRun::Done { stats, tracking_fps, peak_rss_mb, threads } => {
+            OursRun::Done { stats, tracking_fps, peak_rss_mb, threads, memory } => {
                 let estimate = read_trajectory_tum(&trajectory).context("reading our trajectory")?;
                 let evaluation =
                     evaluate(groundtruth, &estimate, options).context("evaluating our trajectory")?;
@@ -495,6 +516,7 @@ fn run_ours(
                     peak_rss_mb,
                     evaluation: Box::new(evaluation),
                     details: serde_json::json!({ "stats": stats, "threads": threads }),
+                    memory,
                 })
             }
         }
@@ -546,6 +568,7 @@ fn run_peer(
             peak_rss_mb: Some(run.peak_rss_mb),
             evaluation: Box::new(evaluation),
             details: serde_json::to_value(&run).context("serialising the peer's report")?,
+            memory: Vec::new(),
         })
     })();
     result.unwrap_or_else(|error| Measurement::Failed { error: format!("{error:#}") })
@@ -583,7 +606,20 @@ fn track_sequence(args: &SlamRunArgs) -> Result<OursRun> {
     let frames = source.len().unwrap_or(0);
     let bar = progress::bar(frames as u64, "our SLAM");
     let config = crate::slam_cmd::read_config(args.config.as_deref())?;
-    let output = run_slam(&mut source, &config, &mut |_| bar.inc(1))?;
+    let mut slam = Slam::new(source.calibration(), config)?;
+    let (mut keyframes, mut first_s, mut memory) = (0, None, Vec::new());
+    run_pipelined(&mut source, &mut slam, &mut |info, result| {
+        bar.inc(1);
+        keyframes += usize::from(result.keyframe);
+        let seconds = info.timestamp_s - *first_s.get_or_insert(info.timestamp_s);
+        let due = (memory.len() + 1) as f64 * MEMORY_EVERY_S;
+        if seconds >= due
+            && let Some((rss_mb, peak_rss_mb)) = memory_mb()
+        {
+            memory.push(MemoryPoint { frames: info.index + 1, seconds, keyframes, rss_mb, peak_rss_mb });
+        }
+    })?;
+    let output = slam.finish()?;
     bar.finish_and_clear();
     gst_io::write_trajectory_tum(&args.trajectory, &output.trajectory)?;
     let stats = output.stats;
@@ -591,17 +627,21 @@ fn track_sequence(args: &SlamRunArgs) -> Result<OursRun> {
     Ok(OursRun::Done {
         stats,
         tracking_fps,
-        peak_rss_mb: peak_rss_mb(),
+        peak_rss_mb: memory_mb().map(|(_, peak)| peak),
         threads: rayon::current_num_threads(),
+        memory,
     })
 }
 
-/// This process's peak resident set size (VmHWM), MiB; `None` without /proc.
-fn peak_rss_mb() -> Option<f64> {
+/// This process's resident set size and its peak (VmRSS, VmHWM), MiB; `None` without /proc.
+fn memory_mb() -> Option<(f64, f64)> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    let field = |name: &str| -> Option<f64> {
+        let line = status.lines().find(|line| line.starts_with(name))?;
+        let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib / 1024.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
 /// The first `remaining` frames of a source.
@@ -749,6 +789,18 @@ fn table(report: &Report, report_path: &Path) -> String {
     ];
     for (name, (met, of)) in targets {
         let _ = writeln!(out, "  {name:<32} {met}/{of}");
+    }
+    // Long sequences: whether memory stays bounded, minute by minute.
+    for row in &report.rows {
+        if let Measurement::Measured { memory, .. } = &row.ours
+            && memory.len() >= 2
+        {
+            let points: Vec<String> = memory
+                .iter()
+                .map(|m| format!("{:.0} min {:.0} MB ({} kf)", m.seconds / 60.0, m.rss_mb, m.keyframes))
+                .collect();
+            let _ = writeln!(out, "memory, {} {}: {}", row.scene, row.depth.name(), points.join(", "));
+        }
     }
     let _ = writeln!(out, "report: {}", report_path.display());
     out
