@@ -31,7 +31,8 @@ pub struct BaselinesArgs {
     /// Only these baselines (names); default all.
     #[arg(long)]
     pub only: Vec<String>,
-    /// Where to write the results table (default: CONFIGS/RESULTS.md).
+    /// Where to write the results table (default: CONFIGS/RESULTS.md for a run of every baseline; OUT/RESULTS.md
+    /// with --only, so that a partial run never replaces the whole table's other rows).
     #[arg(long)]
     pub results: Option<PathBuf>,
 }
@@ -210,13 +211,19 @@ pub fn run(args: &BaselinesArgs) -> Result<()> {
     }
     let paper = PaperTable::embedded()?;
     let text = results_markdown(&args.bench, &measured, &paper);
-    let results = args.results.clone().unwrap_or_else(|| args.configs.join("RESULTS.md"));
+    let results = args.results.clone().unwrap_or_else(|| default_results_path(args));
     gst_io::atomic_write(&results, text.as_bytes())?;
     #[allow(clippy::print_stdout)] // the command's report
     {
         print!("{text}");
     }
     Ok(())
+}
+
+/// Where the results table goes without `--results`: beside the configurations for a run of every baseline,
+/// in the output directory for a run of some (`--only`).
+fn default_results_path(args: &BaselinesArgs) -> PathBuf {
+    if args.only.is_empty() { args.configs.join("RESULTS.md") } else { args.out.join("RESULTS.md") }
 }
 
 fn cell(score: Option<f64>) -> String {
@@ -311,6 +318,19 @@ mod tests {
         let config: BaselineConfig = serde_json::from_str(json)?;
         config.validate()?;
         Ok(config)
+    }
+
+    #[test]
+    fn a_partial_run_writes_its_table_beside_its_outputs() {
+        let args = |only: &[&str]| BaselinesArgs {
+            bench: PathBuf::from("split"),
+            configs: PathBuf::from("baselines"),
+            out: PathBuf::from("out/b"),
+            only: only.iter().map(|s| s.to_string()).collect(),
+            results: None,
+        };
+        assert_eq!(default_results_path(&args(&[])), PathBuf::from("baselines/RESULTS.md"));
+        assert_eq!(default_results_path(&args(&["map-slam"])), PathBuf::from("out/b/RESULTS.md"));
     }
 
     #[test]
