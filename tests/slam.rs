@@ -25,15 +25,8 @@ type Views = Vec<(gst_core::RgbImage, Pose3)>;
 /// Also returns current views off the path and, for comparison, frames on the path (every 37th, so rarely a
 /// keyframe itself), as RGB images with their true poses.
 fn episode(dir: &Path, noise: bool) -> anyhow::Result<(Trajectory, Views, Views)> {
-    let library = common::library();
-    let mut config = SceneConfig::default();
-    config.plan.min_rooms = 3;
-    config.plan.max_rooms = 3;
-    let scene = generate_scene(21, &config, &library)?;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
-    let explore_config = ExploreConfig { fps: 10.0, duration_s: [30.0, 60.0], ..ExploreConfig::default() };
-    let trajectory = explore(&scene, &explore_config, &mut rng)?;
-    let render_scene = build_render_scene(&scene, &library)?;
+    let Explored { scene, render_scene, trajectory, explore_config, mut rng } =
+        explored_house(21, [30.0, 60.0])?;
     let camera = PinholeCamera::gst_benchmark();
     let calibration = Calibration { camera, depth_scale: Some(5000.0), camera_name: Some("gst".into()) };
     let mut writer = TumWriter::create(dir, &calibration)?;
@@ -69,6 +62,29 @@ fn episode(dir: &Path, noise: bool) -> anyhow::Result<(Trajectory, Views, Views)
         .map(|p| (image(&p.world_from_camera), p.world_from_camera))
         .collect();
     Ok((trajectory, views, path))
+}
+
+/// A three-room house (scene seed `seed`) and its exploration at 10 fps, with the generator that drew it, to
+/// draw more from.
+struct Explored {
+    scene: gst_sim::scene::Scene,
+    render_scene: gst_sim::render::RenderScene,
+    trajectory: Trajectory,
+    explore_config: ExploreConfig,
+    rng: rand_chacha::ChaCha8Rng,
+}
+
+fn explored_house(seed: u64, duration_s: [f64; 2]) -> anyhow::Result<Explored> {
+    let library = common::library();
+    let mut config = SceneConfig::default();
+    config.plan.min_rooms = 3;
+    config.plan.max_rooms = 3;
+    let scene = generate_scene(seed, &config, &library)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let explore_config = ExploreConfig { fps: 10.0, duration_s, ..ExploreConfig::default() };
+    let trajectory = explore(&scene, &explore_config, &mut rng)?;
+    let render_scene = build_render_scene(&scene, &library)?;
+    Ok(Explored { scene, render_scene, trajectory, explore_config, rng })
 }
 
 #[test]
@@ -268,15 +284,7 @@ fn gst_slam_writes_its_outputs_and_names_bad_input() -> anyhow::Result<()> {
 /// may fill a gap between the walk out's); without reuse it adds them all the way. Both stay accurate.
 #[test]
 fn a_camera_that_comes_back_or_rests_adds_no_keyframes() -> anyhow::Result<()> {
-    let library = common::library();
-    let mut config = SceneConfig::default();
-    config.plan.min_rooms = 3;
-    config.plan.max_rooms = 3;
-    let scene = generate_scene(8, &config, &library)?;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
-    let explore_config = ExploreConfig { fps: 10.0, duration_s: [20.0, 60.0], ..ExploreConfig::default() };
-    let walk = explore(&scene, &explore_config, &mut rng)?;
-    let render_scene = build_render_scene(&scene, &library)?;
+    let Explored { render_scene, trajectory: walk, .. } = explored_house(8, [20.0, 60.0])?;
     let camera = PinholeCamera::gst_benchmark();
     let calibration = Calibration { camera, depth_scale: None, camera_name: None };
     // Out along the first 60 poses (6 s) and back along the same poses, twice, then at rest where it started.

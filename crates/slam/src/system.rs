@@ -71,7 +71,8 @@ pub struct SlamConfig {
     pub keyframe_angle_deg: f64,
     /// ...or after this many frames.
     pub keyframe_max_frames: usize,
-    /// A keyframe that is due where an existing one lies within half those distance and angle is not added:
+    /// A keyframe that is due where an existing one lies within a share of those distance and angle
+    /// ([`Self::keyframe_reuse_within`], half by default) is not added:
     /// frames are tracked against that keyframe instead, and aligned to the due frame's depth model and grey
     /// levels (as fine as a new keyframe's), held relative to it ([`Reference`]). A revisited place or a
     /// camera at rest then adds no keyframes, so the map and memory grow with the places seen, not with the
@@ -618,11 +619,7 @@ impl Slam {
             // The reference itself when it is near (a camera at rest keeps its model); else another
             // keyframe with this frame's model.
             if self.reference.as_ref().is_none_or(|r| r.id != id) {
-                let model = DepthModel::new(model_grid.as_ref().unwrap_or(&grid));
-                let model = match &rgb {
-                    Some(rgb) => model.with_intensity(IntensityModel::new(&self.camera, rgb)),
-                    None => model,
-                };
+                let model = self.depth_model(model_grid.as_ref().unwrap_or(&grid), rgb.as_ref());
                 let keyframe_from_model =
                     self.keyframes[id as usize].world_from_camera.inverse() * world_from_camera;
                 self.reference = Some(Reference { id, model, keyframe_from_model });
@@ -653,8 +650,18 @@ impl Slam {
         self.velocity = None;
     }
 
-    /// An existing keyframe within half the keyframe distance and angle of `world_from_camera`, if any
-    /// ([`SlamConfig::keyframe_reuse`]): the reference itself when it is (a camera at rest keeps its finer
+    /// The depth model later frames are aligned to, from a frame's depth grid and, when the photometric term is
+    /// on, its colour image.
+    fn depth_model(&self, grid: &DepthGrid, rgb: Option<&RgbImage>) -> DepthModel {
+        let model = DepthModel::new(grid);
+        match rgb {
+            Some(rgb) => model.with_intensity(IntensityModel::new(&self.camera, rgb)),
+            None => model,
+        }
+    }
+
+    /// An existing keyframe within [`SlamConfig::keyframe_reuse_within`] of the keyframe distance and angle
+    /// of `world_from_camera`, if any ([`SlamConfig::keyframe_reuse`]): the reference itself when it is (a camera at rest keeps its finer
     /// model), else the nearest, weighing metres against the distance threshold and degrees against the
     /// angle threshold.
     fn keyframe_near(&self, world_from_camera: &Isometry3<f64>) -> Option<u32> {
@@ -983,11 +990,7 @@ impl Slam {
             grid,
             thumbnail,
         });
-        let model = DepthModel::new(model_grid.unwrap_or(&self.keyframes[id as usize].grid));
-        let model = match rgb {
-            Some(rgb) => model.with_intensity(IntensityModel::new(&self.camera, rgb)),
-            None => model,
-        };
+        let model = self.depth_model(model_grid.unwrap_or(&self.keyframes[id as usize].grid), rgb);
         self.reference = Some(Reference { id, model, keyframe_from_model: Isometry3::identity() });
         self.frames_since_keyframe = 0;
         self.stats.keyframes = self.keyframes.len();
