@@ -82,6 +82,20 @@ impl DepthGrid {
         Self { raster: Raster::sampled(camera, width, height, step), step, z, intensity: Vec::new() }
     }
 
+    /// The grid of depth already sampled as [`Self::new`] samples it: `z` holds, row by row, the depth at
+    /// pixel (`step`·x + `step`/2, `step`·y + `step`/2) of `camera`'s images, 0 where missing. `None` when it
+    /// does not hold `(width / step) · (height / step)` values.
+    pub fn from_samples(camera: &PinholeCamera, step: u32, z: Vec<f32>) -> Option<Self> {
+        let step = step.max(1);
+        let (width, height) = ((camera.width / step) as usize, (camera.height / step) as usize);
+        (z.len() == width * height && !z.is_empty()).then(|| Self {
+            raster: Raster::sampled(camera, width, height, step),
+            step,
+            z,
+            intensity: Vec::new(),
+        })
+    }
+
     /// The grid with the grey level of `rgb` (same size as the depth) at each of its pixels where the image
     /// is textured, smoothed as the keyframe side ([`IntensityModel`]): the frame side of the photometric
     /// term ([`align_hybrid`]). Flat pixels ([`MIN_TEXTURE`]) would cost as much and tell nothing.
@@ -632,6 +646,34 @@ mod tests {
         let error = hybrid.inverse() * truth;
         let (metres, degrees) = (error.translation.vector.norm(), error.rotation.angle().to_degrees());
         assert!(metres < 2e-3 && degrees < 0.1, "hybrid off by {metres} m, {degrees}°: {result:?}");
+    }
+
+    #[test]
+    fn a_keyframe_thumbnails_depth_is_its_grid() {
+        // Keyframes keep their depth once, in the thumbnail, when the ICP step is the thumbnail's.
+        let camera = PinholeCamera::gst_benchmark();
+        let look = UnitQuaternion::from_euler_angles(-std::f64::consts::FRAC_PI_2, 0.0, 0.3);
+        let mut depth = room_depth(&camera, &Isometry3::from_parts(Translation3::new(0.5, 0.0, 1.2), look));
+        // Holes, and depth beyond the range.
+        for (k, z) in depth.data_mut().iter_mut().enumerate() {
+            if k % 7 == 0 {
+                *z = if k % 2 == 0 { f32::NAN } else { 0.0 };
+            } else if k % 11 == 0 {
+                *z = 20.0;
+            }
+        }
+        let rgb = Image::from_vec(camera.width, camera.height, vec![[90u8, 120, 30]; depth.data().len()])
+            .expect("size");
+        let range = (0.3, 6.0);
+        let thumbnail = crate::thumbnail::Thumbnail::new(&camera, &rgb, Some(&depth), range);
+        let step = crate::thumbnail::THUMBNAIL_STEP;
+        let grid = DepthGrid::new(&camera, &depth, step, range);
+        let from_thumbnail =
+            DepthGrid::from_samples(&camera, step, thumbnail.depth_m.clone()).expect("sizes");
+        assert_eq!(from_thumbnail.z, grid.z);
+        assert!(grid.z.contains(&0.0) && grid.z.iter().any(|&z| z > 0.0));
+        assert_eq!(from_thumbnail.points(), grid.points());
+        assert!(DepthGrid::from_samples(&camera, step, vec![1.0; 10]).is_none());
     }
 
     #[test]

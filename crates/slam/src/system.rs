@@ -25,6 +25,7 @@
 //! correction of the keyframes. Tracking never panics on a bad frame: a frame without depth or features is
 //! reported `Lost`, and the next good frame is relocalised against the map.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use nalgebra::{Isometry3, Point3};
@@ -39,7 +40,7 @@ use crate::icp::{DepthGrid, DepthModel, IntensityModel, Photometric};
 use crate::index::DescriptorIndex;
 use crate::optimize::{Observation, optimize_pose, pnp_ransac};
 use crate::pose_graph::{Edge, EdgeKind, NodeId, PoseGraph, PoseGraphOptions};
-use crate::thumbnail::Thumbnail;
+use crate::thumbnail::{THUMBNAIL_STEP, Thumbnail};
 
 /// Settings of the SLAM system. Every field has a documented default.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -252,11 +253,23 @@ pub struct Keyframe {
     pub features: Features,
     /// The map point of each feature, if any.
     pub points: Vec<Option<u32>>,
-    /// Subsampled depth, to align later frames against this keyframe.
-    pub grid: DepthGrid,
+    /// Depth subsampled at [`SlamConfig::icp_step`] (loop closing aligns keyframes by it); `None` when that
+    /// step is the thumbnail's, whose depth then holds the same samples ([`Self::depth_grid`]).
+    grid: Option<DepthGrid>,
     /// Grey-level thumbnail with depth (relocalisation's photometric check).
     pub thumbnail: Thumbnail,
     node: NodeId,
+}
+
+impl Keyframe {
+    /// The keyframe's depth at [`SlamConfig::icp_step`]; `camera` is the images' camera.
+    pub fn depth_grid(&self, camera: &PinholeCamera) -> Option<Cow<'_, DepthGrid>> {
+        match &self.grid {
+            Some(grid) => Some(Cow::Borrowed(grid)),
+            None => DepthGrid::from_samples(camera, THUMBNAIL_STEP, self.thumbnail.depth_m.clone())
+                .map(Cow::Owned),
+        }
+    }
 }
 
 /// Which frame a keyframe comes from.
@@ -912,6 +925,9 @@ impl Slam {
         let KeyframeImages { grid, model_grid, thumbnail, rgb } = images;
         // Keyframes keep their depth only; the grey levels serve the reference model below.
         let grid = grid.without_intensity();
+        let model = self.depth_model(model_grid.unwrap_or(&grid), rgb);
+        // The thumbnail's depth is sampled as the grid's at its step: kept once (82 KB a keyframe at 640x512).
+        let grid = (self.config.icp_step != THUMBNAIL_STEP || thumbnail.depth_m.is_empty()).then_some(grid);
         let id = self.keyframes.len() as u32;
         let mut points = vec![None; features.len()];
         for &(p, f) in matches {
@@ -990,7 +1006,6 @@ impl Slam {
             grid,
             thumbnail,
         });
-        let model = self.depth_model(model_grid.unwrap_or(&self.keyframes[id as usize].grid), rgb);
         self.reference = Some(Reference { id, model, keyframe_from_model: Isometry3::identity() });
         self.frames_since_keyframe = 0;
         self.stats.keyframes = self.keyframes.len();
@@ -1062,13 +1077,16 @@ impl Slam {
             // The candidate's points place the current keyframe in the candidate's (older) frame; ICP between
             // the two keyframes' depth then makes the measurement precise.
             let from_features = candidate.world_from_camera.inverse() * world_from_current;
-            let refined = icp_checked(
-                &DepthModel::new(&candidate.grid),
-                &current.grid.points(),
-                None,
-                from_features,
-                Some((0.1, 5.0)),
-            );
+            let refined = match (candidate.depth_grid(&self.camera), current.depth_grid(&self.camera)) {
+                (Some(candidate), Some(current)) => icp_checked(
+                    &DepthModel::new(&candidate),
+                    &current.points(),
+                    None,
+                    from_features,
+                    Some((0.1, 5.0)),
+                ),
+                _ => None,
+            };
             let (measurement, information) = match refined {
                 Some(measurement) => (measurement, Edge::isotropic_information(0.002, 0.1f64.to_radians())),
                 None => (from_features, Edge::isotropic_information(0.02, 1.0f64.to_radians())),
