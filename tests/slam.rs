@@ -1,5 +1,6 @@
-//! SLAM end to end on a rendered episode: accuracy against the simulator's ground truth (evaluation only),
-//! relocalisation of current views, robustness to bad frames, and `gst slam`'s outputs and errors.
+//! SLAM end to end on rendered episodes: accuracy against the simulator's ground truth (evaluation only), the
+//! drift that loop closing takes out, relocalisation of current views, keyframe reuse, robustness to bad frames,
+//! and `gst slam`'s outputs and errors.
 
 mod common;
 
@@ -345,6 +346,71 @@ fn a_camera_that_comes_back_or_rests_adds_no_keyframes() -> anyhow::Result<()> {
     assert!(
         worst_reused < 0.01 && worst_plain < 0.01,
         "worst position error {worst_reused} m with reuse, {worst_plain} m without"
+    );
+    Ok(())
+}
+
+#[test]
+fn loop_closing_takes_out_the_drift_of_a_walk_back_to_the_start() -> anyhow::Result<()> {
+    // A minute's exploration of a three-room house and the walk back along it to the start, on noisy depth,
+    // tracked with and without loop closing, frame for frame the same. At a quarter of the benchmark's pixels
+    // (320x256, the same field of view): half the time, and odometry drifts by millimetres.
+    let Explored { render_scene, trajectory: walk, .. } = explored_house(21, [60.0, 61.0])?;
+    let camera = PinholeCamera {
+        width: 320,
+        height: 256,
+        fx: 160.0,
+        fy: 160.0,
+        cx: 159.5,
+        cy: 127.5,
+        ..PinholeCamera::gst_benchmark()
+    };
+    let calibration = Calibration { camera, depth_scale: None, camera_name: None };
+    let out: Vec<(Pose3, gst_sim::render::Frame)> = walk
+        .poses()
+        .iter()
+        .map(|p| {
+            let frame = render(&render_scene, &camera, &p.world_from_camera, &RenderOptions::default());
+            (p.world_from_camera, frame)
+        })
+        .collect();
+    let order: Vec<usize> = (0..out.len()).chain((0..out.len()).rev()).collect();
+    let timestamp = |k: usize| k as f64 * 0.1;
+    let truth = Trajectory::new(
+        order
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| gst_core::TimedPose { timestamp_s: timestamp(k), world_from_camera: out[i].0 })
+            .collect(),
+    )?;
+    let run = |loop_closing: bool| -> anyhow::Result<(f64, f64, usize)> {
+        let mut slam = Slam::new(&calibration, SlamConfig { loop_closing, ..SlamConfig::default() })?;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for (k, &i) in order.iter().enumerate() {
+            let frame = &out[i].1;
+            slam.track(&RgbdFrame {
+                index: k,
+                timestamp_s: timestamp(k),
+                rgb: frame.rgb.clone(),
+                depth: Some(DepthNoise::default().apply(&frame.depth, &mut rng)),
+                ground_truth: None,
+            })?;
+        }
+        let output = slam.finish()?;
+        assert_eq!(output.trajectory.len(), truth.len(), "every frame tracked");
+        let ate = evaluate(&truth, &output.trajectory, &EvaluationOptions::default())?.ate.translation_m;
+        Ok((ate.rmse, ate.max, output.stats.loop_closures))
+    };
+    // Measured: ATE RMSE 6.7 -> 1.5 mm, largest error 12.2 -> 4.9 mm, 143 loops closed. (At 640x512: 1.5 ->
+    // 0.75 mm.)
+    let (rmse_open, max_open, _) = run(false)?;
+    let (rmse_closed, max_closed, loops) = run(true)?;
+    assert!(loops >= 10, "{loops} loops closed");
+    assert!(rmse_open > 0.002, "odometry alone drifts too little to tell: ATE RMSE {rmse_open} m");
+    assert!(
+        rmse_closed < 0.5 * rmse_open && max_closed < 0.7 * max_open,
+        "ATE RMSE {rmse_open} m without loop closing, {rmse_closed} m with; largest error {max_open} m, \
+         {max_closed} m"
     );
     Ok(())
 }
