@@ -77,12 +77,12 @@ pub struct SlamConfig {
     /// frames are tracked against that keyframe instead, and aligned to the due frame's depth model and grey
     /// levels (as fine as a new keyframe's), held relative to it ([`Reference`]). A revisited place or a
     /// camera at rest then adds no keyframes, so the map and memory grow with the places seen, not with the
-    /// time (a 10-minute walk through a 4-room house: 131 keyframes and a 232 MB peak with it, 492 and 401
+    /// time (a 10-minute walk through a 4-room house: 131 keyframes and a 187 MB peak with it, 492 and 328
     /// MB without). Default off: the keyframes it leaves out still serve relocalisation (the fixed bench's
     /// map baseline with it: fallbacks per current-view column 9–11 → 12–14, average 94.2 → 92.4).
     pub keyframe_reuse: bool,
     /// How near an existing keyframe must be for [`Self::keyframe_reuse`], as a share of the keyframe distance
-    /// and angle. Default 0.5; 0.2 keeps more keyframes (the 10-minute walk: 249 keyframes, a 287 MB peak).
+    /// and angle. Default 0.5; 0.2 keeps more keyframes (the 10-minute walk: 249 keyframes, a 228 MB peak).
     pub keyframe_reuse_within: f64,
     /// Keyframes within this distance of the predicted position join the local map, metres.
     pub local_map_radius_m: f64,
