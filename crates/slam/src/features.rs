@@ -39,7 +39,7 @@ pub struct Features {
     pub descriptors: Vec<Descriptor>,
     /// Grid index for radius search, cells in row order: the features of cell `c` are
     /// `cell_features[cell_start[c]..cell_start[c + 1]]`, ascending. (One flat list: a vector per cell cost a
-    /// keyframe 43 KB, as much as its descriptors.)
+    /// keyframe 43 KB, more than its descriptors.)
     cell_start: Vec<u32>,
     cell_features: Vec<u32>,
     grid_cols: usize,
@@ -311,7 +311,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     #[test]
-    fn radius_search_finds_exactly_the_features_within_in_ascending_order() {
+    fn radius_search_finds_exactly_the_features_within() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         // Keypoints anywhere in a 100 x 70 image and a little outside it (ORB's border sub-pixel positions).
         let keypoints: Vec<Keypoint> = (0..400)
@@ -334,7 +334,7 @@ mod tests {
                     (p.u - u).powi(2) + (p.v - v).powi(2) <= r * r
                 })
                 .collect();
-            // Cell by cell, each cell's features ascending.
+            // Found cell by cell; compared as sets.
             let mut sorted = found.clone();
             sorted.sort_unstable();
             assert_eq!(sorted, expected, "at ({u}, {v}) radius {r}");
