@@ -58,19 +58,21 @@ impl Table {
     /// Moves the recent ids into the flat list; every bucket stays in ascending order (merged ids are older).
     fn merge(&mut self) {
         const VALUES: usize = 1 << 16;
+        let mut recent: Vec<(u16, Vec<u32>)> = std::mem::take(&mut self.recent).into_iter().collect();
+        recent.sort_unstable_by_key(|&(value, _)| value);
+        let mut recent = recent.iter().peekable();
         let mut start = Vec::with_capacity(VALUES + 1);
         let mut ids = Vec::with_capacity(self.ids.len() + self.recent_len);
         start.push(0);
         for value in 0..VALUES {
             ids.extend_from_slice(self.merged(value as u16));
-            if let Some(recent) = self.recent.get(&(value as u16)) {
-                ids.extend_from_slice(recent);
+            if let Some((_, new)) = recent.next_if(|&&(v, _)| usize::from(v) == value) {
+                ids.extend_from_slice(new);
             }
             start.push(ids.len() as u32);
         }
         self.start = start;
         self.ids = ids;
-        self.recent = HashMap::new();
         self.recent_len = 0;
     }
 

@@ -674,9 +674,9 @@ impl Slam {
     }
 
     /// An existing keyframe within [`SlamConfig::keyframe_reuse_within`] of the keyframe distance and angle
-    /// of `world_from_camera`, if any ([`SlamConfig::keyframe_reuse`]): the reference itself when it is (a camera at rest keeps its finer
-    /// model), else the nearest, weighing metres against the distance threshold and degrees against the
-    /// angle threshold.
+    /// of `world_from_camera`, if any ([`SlamConfig::keyframe_reuse`]): the reference itself when it is (a
+    /// camera at rest keeps its finer model), else the nearest, weighing metres against the distance
+    /// threshold and degrees against the angle threshold.
     fn keyframe_near(&self, world_from_camera: &Isometry3<f64>) -> Option<u32> {
         let distance = self.config.keyframe_distance_m * self.config.keyframe_reuse_within;
         let angle = self.config.keyframe_angle_deg * self.config.keyframe_reuse_within;
@@ -888,8 +888,8 @@ impl Slam {
         Ok(None)
     }
 
-    /// ICP of the frame's depth against the reference's model ([`Reference`]), from `world_from_camera`. Returns the
-    /// refined pose when ICP converges near it (or, with `depth_only`, converges at all).
+    /// ICP of the frame's depth against the reference's model ([`Reference`]), from `world_from_camera`.
+    /// Returns the refined pose when ICP converges near it (or, with `depth_only`, converges at all).
     fn refine_icp(
         &self,
         grid: &DepthGrid,
