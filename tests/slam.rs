@@ -282,7 +282,9 @@ fn gst_slam_writes_its_outputs_and_names_bad_input() -> anyhow::Result<()> {
 
 /// Keyframes grow with the places seen, not with the time (`SlamConfig::keyframe_reuse`): a camera that walks
 /// out and back along the same poses twice, then rests, adds no keyframes after its first round trip (which
-/// may fill a gap between the walk out's); without reuse it adds them all the way. Both stay accurate.
+/// may fill a gap between the walk out's); keeping two keyframes a place (`keyframe_reuse_per_place`), none
+/// after its second; with a budget (`keyframe_reuse_after`) that the first round trip fills, as many as
+/// without reuse on that trip and none after; without reuse it adds them all the way. All stay accurate.
 #[test]
 fn a_camera_that_comes_back_or_rests_adds_no_keyframes() -> anyhow::Result<()> {
     let Explored { render_scene, trajectory: walk, .. } = explored_house(8, [20.0, 60.0])?;
@@ -300,11 +302,17 @@ fn a_camera_that_comes_back_or_rests_adds_no_keyframes() -> anyhow::Result<()> {
         .collect();
     let round_trip = || (0..out.len()).chain((0..out.len()).rev());
     let order: Vec<usize> = round_trip().chain(round_trip()).chain(std::iter::repeat_n(0, 60)).collect();
-    let run = |reuse: bool| -> anyhow::Result<(usize, usize, f64)> {
-        let config = SlamConfig { keyframe_reuse: reuse, ..SlamConfig::default() };
+    // Keyframes after the first round trip, after the second, at the end; the worst position error.
+    let run = |reuse: bool, per_place: usize, after: usize| -> anyhow::Result<(usize, usize, usize, f64)> {
+        let config = SlamConfig {
+            keyframe_reuse: reuse,
+            keyframe_reuse_per_place: per_place,
+            keyframe_reuse_after: after,
+            ..SlamConfig::default()
+        };
         let mut slam = Slam::new(&calibration, config)?;
         let mut truth = Vec::new();
-        let mut after_first = 0;
+        let (mut after_first, mut after_second) = (0, 0);
         for (k, &i) in order.iter().enumerate() {
             let (pose, frame) = &out[i];
             let rgbd = RgbdFrame {
@@ -318,6 +326,9 @@ fn a_camera_that_comes_back_or_rests_adds_no_keyframes() -> anyhow::Result<()> {
             truth.push(*pose);
             if k + 1 == 2 * out.len() {
                 after_first = slam.stats().keyframes;
+            }
+            if k + 1 == 4 * out.len() {
+                after_second = slam.stats().keyframes;
             }
         }
         let output = slam.finish()?;
@@ -333,19 +344,35 @@ fn a_camera_that_comes_back_or_rests_adds_no_keyframes() -> anyhow::Result<()> {
                     .norm()
             })
             .fold(0.0, f64::max);
-        Ok((after_first, output.stats.keyframes, worst))
+        Ok((after_first, after_second, output.stats.keyframes, worst))
     };
-    let (first_reused, end_reused, worst_reused) = run(true)?;
-    let (first_plain, end_plain, worst_plain) = run(false)?;
+    let (first_reused, _, end_reused, worst_reused) = run(true, 1, 0)?;
+    let (first_two, second_two, end_two, worst_two) = run(true, 2, 0)?;
+    let (first_plain, _, end_plain, worst_plain) = run(false, 1, 0)?;
+    let (first_budget, _, end_budget, worst_budget) = run(true, 1, first_plain)?;
+    assert!(
+        first_budget == first_plain && end_budget == first_budget,
+        "with a budget of {first_plain} keyframes: {first_budget} after the first round trip, {end_budget} at the end"
+    );
     assert!(
         (3..first_plain).contains(&first_reused),
         "{first_reused} keyframes after the first round trip with reuse, {first_plain} without"
     );
     assert_eq!(end_reused, first_reused, "keyframes after the second round trip and the rest, with reuse");
+    // Two a place: the walk back adds a second keyframe where the walk out left one, then nothing is added.
+    assert!(
+        first_two > first_reused && first_two <= 2 * first_reused + 2,
+        "{first_two} keyframes after the first round trip keeping two a place, {first_reused} keeping one"
+    );
+    assert!(
+        second_two >= first_two && end_two == second_two && end_two < end_plain,
+        "keeping two a place: {first_two}, {second_two}, then {end_two} keyframes; {end_plain} without reuse"
+    );
     assert!(end_plain >= first_plain + 10, "without reuse: {first_plain} keyframes, then {end_plain}");
     assert!(
-        worst_reused < 0.01 && worst_plain < 0.01,
-        "worst position error {worst_reused} m with reuse, {worst_plain} m without"
+        [worst_reused, worst_two, worst_budget, worst_plain].iter().all(|&w| w < 0.01),
+        "worst position error {worst_reused} m with reuse, {worst_two} m keeping two a place, {worst_budget} m \
+         with a budget, {worst_plain} m without"
     );
     Ok(())
 }

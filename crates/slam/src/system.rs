@@ -72,18 +72,28 @@ pub struct SlamConfig {
     pub keyframe_angle_deg: f64,
     /// ...or after this many frames.
     pub keyframe_max_frames: usize,
-    /// A keyframe that is due where an existing one lies within a share of those distance and angle
-    /// ([`Self::keyframe_reuse_within`], half by default) is not added:
-    /// frames are tracked against that keyframe instead, and aligned to the due frame's depth model and grey
-    /// levels (as fine as a new keyframe's), held relative to it ([`Reference`]). A revisited place or a
-    /// camera at rest then adds no keyframes, so the map and memory grow with the places seen, not with the
-    /// time (a 10-minute walk through a 4-room house: 131 keyframes and a 187 MB peak with it, 492 and 328
-    /// MB without). Default off: the keyframes it leaves out still serve relocalisation (the fixed bench's
-    /// map baseline with it: fallbacks per current-view column 9–11 → 12–14, average 94.2 → 92.4).
+    /// Once the map holds [`Self::keyframe_reuse_after`] keyframes, a keyframe that is due where an existing
+    /// one lies within a share of those distance and angle ([`Self::keyframe_reuse_within`], half by
+    /// default) is not added: frames are tracked against that keyframe instead, and aligned to the due
+    /// frame's depth model and grey levels (as fine as a new keyframe's), held relative to it
+    /// ([`Reference`]). A revisited place or a camera at rest then adds no keyframes, so beyond that budget
+    /// the map and memory grow with the places seen, not with the time (a 10-minute walk through a 4-room
+    /// house: 305 keyframes and a 255 MB peak, flat while the walk revisits; from the first keyframe 131 and
+    /// 187 MB; without reuse 492 and 328 MB, growing by 18 MB a minute). Default on.
     pub keyframe_reuse: bool,
     /// How near an existing keyframe must be for [`Self::keyframe_reuse`], as a share of the keyframe distance
-    /// and angle. Default 0.5; 0.2 keeps more keyframes (the 10-minute walk: 249 keyframes, a 228 MB peak).
+    /// and angle. Default 0.5; 0.2 keeps more keyframes (the 10-minute walk, reusing from the first keyframe:
+    /// 249 keyframes, a 228 MB peak).
     pub keyframe_reuse_within: f64,
+    /// How many keyframes a place keeps before [`Self::keyframe_reuse`] reuses them: a due keyframe is left
+    /// out only where at least this many lie within [`Self::keyframe_reuse_within`]. Default 1; 2 (from the
+    /// first keyframe) gives the 10-minute walk 240 keyframes and a 225 MB peak, still growing.
+    pub keyframe_reuse_per_place: usize,
+    /// Keyframes the map holds before [`Self::keyframe_reuse`] starts (each about 0.4 MB): below, every due
+    /// keyframe is added, as the keyframes reuse leaves out still serve relocalisation (maps of the fixed
+    /// bench's 2–3 minute explorations, 89–294 keyframes, relocalise 101 of its 120 current views reusing
+    /// from the first keyframe, 107 without reuse). Default 256; 0 reuses from the first.
+    pub keyframe_reuse_after: usize,
     /// Keyframes within this distance of the predicted position join the local map, metres.
     pub local_map_radius_m: f64,
     /// Loop closing on/off.
@@ -119,8 +129,10 @@ impl Default for SlamConfig {
             keyframe_distance_m: 0.3,
             keyframe_angle_deg: 15.0,
             keyframe_max_frames: 20,
-            keyframe_reuse: false,
+            keyframe_reuse: true,
             keyframe_reuse_within: 0.5,
+            keyframe_reuse_per_place: 1,
+            keyframe_reuse_after: 256,
             local_map_radius_m: 3.0,
             loop_closing: true,
             loop_min_age_keyframes: 20,
@@ -157,6 +169,9 @@ impl SlamConfig {
         }
         if !(self.keyframe_reuse_within > 0.0 && self.keyframe_reuse_within <= 1.0) {
             return bad("keyframe_reuse_within must be in (0, 1]");
+        }
+        if self.keyframe_reuse_per_place == 0 {
+            return bad("keyframe_reuse_per_place must be at least 1");
         }
         Ok(())
     }
@@ -627,6 +642,7 @@ impl Slam {
         if new_keyframe
             && !relocalized
             && self.config.keyframe_reuse
+            && self.keyframes.len() >= self.config.keyframe_reuse_after
             && let Some(id) = self.keyframe_near(&world_from_camera)
         {
             // The reference itself when it is near (a camera at rest keeps its model); else another
@@ -685,16 +701,17 @@ impl Slam {
             let (m, deg) = (relative.translation.vector.norm(), angle_deg(&relative));
             (m <= distance && deg <= angle).then_some(m / distance + deg / angle)
         };
+        let near: Vec<(f64, u32)> =
+            self.keyframes.iter().filter_map(|k| nearness(k).map(|n| (n, k.id))).collect();
+        if near.len() < self.config.keyframe_reuse_per_place {
+            return None;
+        }
         if let Some(reference) = self.reference_keyframe()
             && nearness(reference).is_some()
         {
             return Some(reference.id);
         }
-        self.keyframes
-            .iter()
-            .filter_map(|k| nearness(k).map(|n| (n, k.id)))
-            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
-            .map(|(_, id)| id)
+        near.into_iter().min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))).map(|(_, id)| id)
     }
 
     fn reference_keyframe(&self) -> Option<&Keyframe> {
