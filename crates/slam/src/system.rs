@@ -690,7 +690,8 @@ impl Slam {
     }
 
     /// An existing keyframe within [`SlamConfig::keyframe_reuse_within`] of the keyframe distance and angle
-    /// of `world_from_camera`, if any ([`SlamConfig::keyframe_reuse`]): the reference itself when it is (a
+    /// of `world_from_camera`, if at least [`SlamConfig::keyframe_reuse_per_place`] are
+    /// ([`SlamConfig::keyframe_reuse`]): the reference itself when it is one (a
     /// camera at rest keeps its finer model), else the nearest, weighing metres against the distance
     /// threshold and degrees against the angle threshold.
     fn keyframe_near(&self, world_from_camera: &Isometry3<f64>) -> Option<u32> {
