@@ -11,8 +11,9 @@
 //! line counts those within the bounds and within 1 m and 30°.
 //!
 //! Diagnostics (logged at info level for every view not placed within the bounds): the render-and-compare
-//! score at the true pose and the best hypotheses' errors, the photometric check at the true pose, and
-//! whether relocalising from the true pose succeeds. `GST_DEBUG_PLACES=DIR` also writes, per such view, the
+//! score at the true pose and the best hypotheses' errors, the photometric check at the true pose, what
+//! becomes of the true pose taken as a place hypothesis ([`gst_slam::Relocalizer::trace_hypothesis`]: could a
+//! hypothesis there place the view?), and whether relocalising from the true pose succeeds. `GST_DEBUG_PLACES=DIR` also writes, per such view, the
 //! panorama rendered at the true pose beside the image's (`*.rendered.png`, `*.query.png`) and the
 //! photometric check's strip (`*.check.png`: the image, the keyframes' prediction, each keyframe's warp);
 //! `GST_DEBUG_REFINED=1` logs for every view the photometrically refined place hypotheses (correlation,
@@ -432,6 +433,26 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 tracing::info!(
                     "{scene} {}: place score at the truth {at_truth:?}; hypotheses {hypotheses:?}",
                     view.image
+                );
+                // The true pose as a place hypothesis would be handled (photometric refinement, matching,
+                // view synthesis, the grid around it): whether a hypothesis near the truth could place it.
+                let as_place = relocalizer.trace_hypothesis(&image, &truth_in_map)?;
+                let traced = |j: &Option<(gst_slam::Relocalization, bool)>| {
+                    j.as_ref().map_or("-".to_string(), |(r, accepted)| {
+                        let (m, deg) = errors(&r.world_from_camera);
+                        format!("{} inl ncc {:.3} {} {m:.2} m {deg:.1} deg", r.inliers, r.ncc, accepted)
+                    })
+                };
+                tracing::info!(
+                    "{scene} {}: the true pose as a place hypothesis: refined {} | matched {} | synthesized {} | around {}",
+                    view.image,
+                    as_place.refined.as_ref().map_or("-".to_string(), |(pose, check)| {
+                        let (m, deg) = errors(pose);
+                        format!("ncc {:.3} cov {:.2} {m:.2} m {deg:.1} deg", check.ncc, check.coverage)
+                    }),
+                    traced(&as_place.matched),
+                    traced(&as_place.synthesized),
+                    traced(&as_place.around),
                 );
                 tracing::info!(
                     "{scene} {}: at the true pose {check:?}; from it: {:?}",
