@@ -146,11 +146,14 @@ const SHIFT_DESCRIPTOR_DISTANCE: u32 = 30;
 /// Fewest points voting for a shift, and shifts tried per seed.
 const SHIFT_MIN_VOTES: usize = 5;
 const SHIFT_CANDIDATES: usize = 8;
-/// The slide of a rejected pose ([`Relocalizer::slide`]): grid steps each way, their length, metres, and how
-/// many of the best-correlated positions are matched.
-const SLIDE_STEPS: i32 = 8;
+/// The slide of a rejected pose ([`Relocalizer::slide`]): grid steps each way, their length, metres, how
+/// many of the best-correlated positions are matched, and the lowest correlation of such a grid position
+/// (below [`MIN_NCC`]: the check is peaked, and a grid position up to half a step from the peak scores far
+/// below it; the position is refined photometrically before it is matched).
+const SLIDE_STEPS: i32 = 14;
 const SLIDE_STEP_M: f64 = 0.25;
 const SLIDE_CANDIDATES: usize = 3;
+const SLIDE_MIN_NCC: f64 = 0.3;
 
 /// What became of one place hypothesis ([`Relocalizer::trace_hypothesis`]).
 #[derive(Clone, Debug)]
@@ -750,9 +753,10 @@ impl<'a> Relocalizer<'a> {
         }
     }
 
-    /// The seed's pose slid over a grid in its camera's right–forward plane ([`SLIDE_STEPS`] each way,
-    /// [`SLIDE_STEP_M`] apart, heading kept), each position scored by the photometric check; the
-    /// [`SLIDE_CANDIDATES`] best-correlated distinct ones (at least [`MIN_NCC`]) go through the steps of a
+    /// The seed's pose slid over a level grid along its camera's right and forward axes
+    /// ([`level_axes`]; [`SLIDE_STEPS`] each way, [`SLIDE_STEP_M`] apart, heading and height kept), each
+    /// position scored by the photometric check; the [`SLIDE_CANDIDATES`] best-correlated distinct ones (at
+    /// least [`SLIDE_MIN_NCC`]) go through the steps of a
     /// place hypothesis ([`Self::trace_place`]: photometric refinement, guided matching, view synthesis, the
     /// grid of starts) into `search`. A repeated texture the stored descriptors do not copy exactly (no
     /// texture shift gets votes) still repeats in the image: scene_006/view_01 of the bench, whose view
@@ -767,18 +771,18 @@ impl<'a> Relocalizer<'a> {
         search: &mut Search,
     ) {
         let pose = &seed.world_from_camera.0;
+        let (right, forward) = level_axes(pose, self.lookup.up.as_ref());
         let mut scored: Vec<(f64, nalgebra::Vector3<f64>, Isometry3<f64>)> = Vec::new();
         for i in -SLIDE_STEPS..=SLIDE_STEPS {
             for j in -SLIDE_STEPS..=SLIDE_STEPS {
                 if i == 0 && j == 0 {
                     continue;
                 }
-                let shift = pose.rotation
-                    * nalgebra::Vector3::new(f64::from(i) * SLIDE_STEP_M, 0.0, f64::from(j) * SLIDE_STEP_M);
+                let shift = right * (f64::from(i) * SLIDE_STEP_M) + forward * (f64::from(j) * SLIDE_STEP_M);
                 let shifted = moved(pose, shift);
                 if let Some(check) = self.check(thumbnail, &Pose3(shifted))
                     && check.coverage >= MIN_COVERAGE
-                    && check.ncc >= MIN_NCC
+                    && check.ncc >= SLIDE_MIN_NCC
                 {
                     scored.push((check.ncc, shift, shifted));
                 }
@@ -1526,6 +1530,25 @@ impl<'a> Relocalizer<'a> {
     }
 }
 
+/// A camera's right and forward axes levelled under the world's vertical `up` (world frame, unit length): a
+/// slide along them keeps the camera's height, where its own right–forward plane, pitched down, would lower it
+/// by a sixth of every metre forward at 10° of pitch. Forward keeps its level heading and right is
+/// perpendicular to it and to the vertical, on the camera's right side (orthogonal even for a camera with some
+/// roll). The camera's own axes when no vertical is known or the camera looks along it.
+fn level_axes(
+    pose: &Isometry3<f64>,
+    up: Option<&nalgebra::Vector3<f64>>,
+) -> (nalgebra::Vector3<f64>, nalgebra::Vector3<f64>) {
+    let right = pose.rotation * nalgebra::Vector3::x();
+    let forward = pose.rotation * nalgebra::Vector3::z();
+    let Some(up) = up.and_then(|u| u.try_normalize(1e-9)) else { return (right, forward) };
+    let Some(level_forward) = (forward - up * forward.dot(&up)).try_normalize(1e-6) else {
+        return (right, forward);
+    };
+    let level_right = up.cross(&level_forward);
+    (if level_right.dot(&right) < 0.0 { -level_right } else { level_right }, level_forward)
+}
+
 /// World points on a sparse grid of a keyframe's thumbnail depth (every [`ANCHOR_STEP`]th pixel).
 fn anchors(keyframe: &StoredKeyframe) -> Vec<Point3<f64>> {
     let thumbnail = &keyframe.thumbnail;
@@ -1629,6 +1652,39 @@ mod tests {
         search.consider(corroborated);
         search.consider(judged(3.0, 90.0, 30, 0.6, true));
         assert_eq!(search.outcome().accepted.map(|a| a.ncc), Some(0.6));
+    }
+
+    #[test]
+    fn a_slide_keeps_a_pitched_cameras_height_and_heading() {
+        // A camera pitched 12° down, turned 30° about the vertical (world z up; camera y down, z forward).
+        let level = nalgebra::Rotation3::from_matrix_unchecked(nalgebra::Matrix3::new(
+            0.0, 0.0, 1.0, //
+            -1.0, 0.0, 0.0, //
+            0.0, -1.0, 0.0,
+        ));
+        let rotation = nalgebra::Rotation3::from_axis_angle(&nalgebra::Vector3::z_axis(), 30f64.to_radians())
+            * level
+            * nalgebra::Rotation3::from_axis_angle(&nalgebra::Vector3::x_axis(), -12f64.to_radians());
+        let pose = Isometry3::from_parts(
+            nalgebra::Translation3::new(1.0, 2.0, 1.4),
+            nalgebra::UnitQuaternion::from_rotation_matrix(&rotation),
+        );
+        let up = nalgebra::Vector3::z();
+        let forward_seen = pose.rotation * nalgebra::Vector3::z();
+        assert!(forward_seen.z < -0.15, "the camera looks down");
+        for up in [up, -up] {
+            let (right, forward) = level_axes(&pose, Some(&up));
+            assert!(right.z.abs() < 1e-12 && forward.z.abs() < 1e-12, "level: {right:?} {forward:?}");
+            assert!((right.norm() - 1.0).abs() < 1e-12 && (forward.norm() - 1.0).abs() < 1e-12);
+            assert!(right.dot(&forward).abs() < 1e-12);
+            // Same heading as the camera's view, same side as its right.
+            let heading = |v: &nalgebra::Vector3<f64>| v.y.atan2(v.x);
+            assert!((heading(&forward) - heading(&forward_seen)).abs() < 1e-9);
+            assert!(right.dot(&(pose.rotation * nalgebra::Vector3::x())) > 0.99);
+        }
+        // Without a vertical: the camera's own axes.
+        let (right, forward) = level_axes(&pose, None);
+        assert!((forward - forward_seen).norm() < 1e-12 && right.z.abs() < 1e-12);
     }
 
     #[test]
