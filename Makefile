@@ -24,7 +24,7 @@ help:
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make bench-map-long  the same houses explored for 2-3 minutes"
 	@echo "make baselines   every baselines/*.json on the fixed 20-scene bench: baselines/RESULTS.md"
-	@echo "make heldout     map-slam and relocalisation on a held-out 10-scene split (seed 2027, never tuned on)"
+	@echo "make heldout     map-slam and relocalisation on a held-out 10-scene split (seed 2027; HELDOUT_SEED=2028 HELDOUT=out/heldout2028 for another)"
 	@echo "make models      the map baseline's object classifier from 32 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
 	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
@@ -106,13 +106,16 @@ baselines: build
 	source $(VENV)/env.sh && $(GST) baselines --bench $(BASELINES_DATA)/bench --out out/baselines/eval
 
 # A split nothing was tuned on: the map baseline, then its current views against their true poses (with the
-# ORACLE overlap diagnostic), in the SLAM maps the baseline built.
+# ORACLE overlap diagnostic), in the SLAM maps the baseline built. Another seed gives another split, e.g.
+# `make heldout HELDOUT_SEED=2028 HELDOUT=out/heldout2028`.
+HELDOUT_SEED ?= 2027
+HELDOUT ?= out/heldout
 heldout: build
-	$(GST) generate --scenes 10 --seed 2027 --out out/heldout/data --config baselines/bench/generate.json
-	source $(VENV)/env.sh && $(GST) baselines --bench out/heldout/data/bench --out out/heldout/eval --only map-slam --results out/heldout/RESULTS.md
-	mkdir -p out/heldout/reloc
-	for dir in out/heldout/eval/map-slam/cache/slam/*/; do ln -sfn "$$PWD/$$dir" out/heldout/reloc/$$(basename $$dir); done
-	$(GST) bench reloc --data out/heldout/data/bench --out out/heldout/reloc --maps out/heldout/eval/map-slam/cache/maps --layout --overlap
+	$(GST) generate --scenes 10 --seed $(HELDOUT_SEED) --out $(HELDOUT)/data --config baselines/bench/generate.json
+	source $(VENV)/env.sh && $(GST) baselines --bench $(HELDOUT)/data/bench --out $(HELDOUT)/eval --only map-slam --results $(HELDOUT)/RESULTS.md
+	mkdir -p $(HELDOUT)/reloc
+	for dir in $(HELDOUT)/eval/map-slam/cache/slam/*/; do ln -sfn "$$PWD/$$dir" $(HELDOUT)/reloc/$$(basename $$dir); done
+	$(GST) bench reloc --data $(HELDOUT)/data/bench --out $(HELDOUT)/reloc --maps $(HELDOUT)/eval/map-slam/cache/maps --layout --overlap
 
 bench-viz: build
 	bash scripts/bench-viz.sh $(GST)
