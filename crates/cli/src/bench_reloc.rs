@@ -13,7 +13,8 @@
 //! Diagnostics (logged at info level for every view not placed within the bounds): the render-and-compare
 //! score at the true pose and the best hypotheses' errors, the photometric check at the true pose, what
 //! becomes of the true pose taken as a place hypothesis ([`gst_slam::Relocalizer::trace_hypothesis`]: could a
-//! hypothesis there place the view?), and whether relocalising from the true pose succeeds. `GST_DEBUG_PLACES=DIR` also writes, per such view, the
+//! hypothesis there place the view?), and whether relocalising from the true pose succeeds.
+//! `GST_DEBUG_PLACES=DIR` also writes, per such view, the
 //! panorama rendered at the true pose beside the image's (`*.rendered.png`, `*.query.png`) and the
 //! photometric check's strip (`*.check.png`: the image, the keyframes' prediction, each keyframe's warp);
 //! `GST_DEBUG_REFINED=1` logs for every view the photometrically refined place hypotheses (correlation,
