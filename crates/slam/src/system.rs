@@ -702,9 +702,16 @@ impl Slam {
             let (m, deg) = (relative.translation.vector.norm(), angle_deg(&relative));
             (m <= distance && deg <= angle).then_some(m / distance + deg / angle)
         };
-        let near: Vec<(f64, u32)> =
-            self.keyframes.iter().filter_map(|k| nearness(k).map(|n| (n, k.id))).collect();
-        if near.len() < self.config.keyframe_reuse_per_place {
+        // One pass: how many keyframes are near, and the nearest (ties to the lower id).
+        let mut count = 0;
+        let mut nearest: Option<(f64, u32)> = None;
+        for (n, id) in self.keyframes.iter().filter_map(|k| nearness(k).map(|n| (n, k.id))) {
+            count += 1;
+            if nearest.is_none_or(|(b, bid)| n.total_cmp(&b).then(id.cmp(&bid)).is_lt()) {
+                nearest = Some((n, id));
+            }
+        }
+        if count < self.config.keyframe_reuse_per_place {
             return None;
         }
         if let Some(reference) = self.reference_keyframe()
@@ -712,7 +719,7 @@ impl Slam {
         {
             return Some(reference.id);
         }
-        near.into_iter().min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))).map(|(_, id)| id)
+        nearest.map(|(_, id)| id)
     }
 
     fn reference_keyframe(&self) -> Option<&Keyframe> {
