@@ -19,7 +19,11 @@
 //! photometric check's strip (`*.check.png`: the image, the keyframes' prediction, each keyframe's warp);
 //! `GST_DEBUG_REFINED=1` logs for every view the photometrically refined place hypotheses (correlation,
 //! coverage, position and heading error); `GST_DEBUG_LAYOUT=1` (with `--layout`) logs for every view what became
-//! of each layout hypothesis ([`gst_slam::Relocalizer::trace_hypothesis`]).
+//! of each layout hypothesis ([`gst_slam::Relocalizer::trace_hypothesis`]). `GST_DEBUG_JUDGED=FILE` appends
+//! to FILE one JSON line per hypothesis the photometric check judged (`"stage": "search"` for the view's
+//! relocalisation, `"diagnostic"` for the checks above): its position and heading errors, inliers, the
+//! check's correlation and coverage, its verdict, and further appearance scores
+//! ([`gst_slam::thumbnail::AppearanceScores`]).
 //!
 //! `--overlap` (an ORACLE diagnostic: it reads the generated scene and the exploration's true poses) adds
 //! per view the share of its surface the exploration saw, and saw from a similar viewpoint
@@ -35,6 +39,7 @@ use gst_core::{PinholeCamera, Pose3, Trajectory};
 use gst_sim::library::FurnitureLibrary;
 use gst_sim::render::{RenderOptions, RenderScene, render};
 use gst_slam::metrics::{EvaluationOptions, evaluate};
+use gst_slam::relocalize::JudgedRecord;
 use gst_slam::{MAP_FILE, Relocalizer, SlamConfig, SlamMap, run_slam};
 
 use crate::progress;
@@ -193,6 +198,10 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
             .then(|| gst_baseline::scene_slam::place_index(&map, &sequence))
             .transpose()?;
         let mut relocalizer = Relocalizer::new(&map, &config)?;
+        let judged_log = std::env::var_os("GST_DEBUG_JUDGED").map(PathBuf::from);
+        if judged_log.is_some() {
+            relocalizer = relocalizer.with_judged_log();
+        }
         if let Some(places) = &places {
             tracing::info!(
                 "{scene}: {} panoramas rendered in {:.2} s",
@@ -344,6 +353,27 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                 result.confidence = found.confidence;
             }
             let correct = placed(&result);
+            // Every judged hypothesis with its errors, one JSON line each (diagnostics).
+            let write_judged = |stage: &str, records: Vec<JudgedRecord>| -> Result<()> {
+                let Some(path) = &judged_log else { return Ok(()) };
+                use std::io::Write;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("{}: cannot append", path.display()))?;
+                for record in records {
+                    let (position_error_m, heading_error_deg) = errors(&record.world_from_camera);
+                    let line = serde_json::json!({
+                        "scene": scene, "image": view.image, "placed": correct, "stage": stage,
+                        "position_error_m": position_error_m, "heading_error_deg": heading_error_deg,
+                        "record": record,
+                    });
+                    writeln!(file, "{line}").with_context(|| format!("{}: cannot append", path.display()))?;
+                }
+                Ok(())
+            };
+            write_judged("search", relocalizer.take_judged_log())?;
             if std::env::var_os("GST_DEBUG_REFINED").is_some() {
                 let refined: Vec<String> = relocalizer
                     .refined_places(&image, 12)
@@ -467,6 +497,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
                     ))
                 );
             }
+            write_judged("diagnostic", relocalizer.take_judged_log())?;
             tracing::info!("{scene} {}: {:?}", view.image, result);
             results.push(result);
         }

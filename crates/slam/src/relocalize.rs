@@ -93,6 +93,19 @@ pub struct Relocalizer<'a> {
     lookup: Arc<MapLookup>,
     orb: OrbExtractor,
     config: SlamConfig,
+    /// Every judged hypothesis, when asked for ([`Relocalizer::with_judged_log`]; diagnostics).
+    judged_log: Option<std::sync::Mutex<Vec<JudgedRecord>>>,
+}
+
+/// One judged hypothesis, as the diagnostics log keeps it ([`Relocalizer::with_judged_log`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct JudgedRecord {
+    pub world_from_camera: Pose3,
+    pub inliers: usize,
+    pub ncc: f64,
+    pub coverage: f64,
+    pub accepted: bool,
+    pub scores: crate::thumbnail::AppearanceScores,
 }
 
 /// What relocalisation looks a map up by, built from the map alone: the same for every relocaliser over it,
@@ -393,7 +406,14 @@ impl<'a> Relocalizer<'a> {
         config: &SlamConfig,
         lookup: Arc<MapLookup>,
     ) -> Result<Self, SlamError> {
-        Ok(Self { map, places: None, lookup, orb: OrbExtractor::new(&config.orb)?, config: config.clone() })
+        Ok(Self {
+            map,
+            places: None,
+            lookup,
+            orb: OrbExtractor::new(&config.orb)?,
+            config: config.clone(),
+            judged_log: None,
+        })
     }
 
     /// Adds render-and-compare hypotheses from `places` (built from the same map) to every relocalisation:
@@ -401,6 +421,21 @@ impl<'a> Relocalizer<'a> {
     pub fn with_places(mut self, places: &'a PlaceIndex) -> Self {
         self.places = Some(places);
         self
+    }
+
+    /// Keeps every judged hypothesis with further appearance scores, for [`Self::take_judged_log`]
+    /// (diagnostics: costs a second warp per judgement).
+    pub fn with_judged_log(mut self) -> Self {
+        self.judged_log = Some(Default::default());
+        self
+    }
+
+    /// The hypotheses judged since the last call (empty unless [`Self::with_judged_log`]).
+    pub fn take_judged_log(&self) -> Vec<JudgedRecord> {
+        self.judged_log
+            .as_ref()
+            .map(|log| std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner())))
+            .unwrap_or_default()
     }
 
     /// The camera pose of `image` in the map, or `None` when no hypothesis is verified.
@@ -1248,6 +1283,26 @@ impl<'a> Relocalizer<'a> {
         found.coverage = check.coverage;
         found.confidence = check.ncc.clamp(0.0, 1.0) * (found.inliers as f64 / 50.0).min(1.0);
         let accepted = check.coverage >= MIN_COVERAGE && check.ncc >= MIN_NCC;
+        if let Some(log) = &self.judged_log {
+            let chosen = self.keyframes_seeing(&found.world_from_camera.0, CHECK_KEYFRAMES);
+            let predicted = crate::thumbnail::warp(
+                &thumbnail.camera,
+                &found.world_from_camera.0.inverse(),
+                chosen
+                    .iter()
+                    .filter_map(|&k| self.map.keyframes.get(k))
+                    .map(|k| (&k.thumbnail, &k.world_from_camera)),
+            );
+            let record = JudgedRecord {
+                world_from_camera: found.world_from_camera,
+                inliers: found.inliers,
+                ncc: check.ncc,
+                coverage: check.coverage,
+                accepted,
+                scores: crate::thumbnail::appearance_scores(thumbnail, &predicted),
+            };
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(record);
+        }
         if !accepted {
             tracing::debug!(
                 "hypothesis from keyframe {} rejected: {check:?}, {} inliers",

@@ -9,6 +9,7 @@
 //! show it where the true pose puts it.
 
 use nalgebra::{Isometry3, Point3};
+use serde::Serialize;
 
 use gst_core::{DepthImage, PinholeCamera, RgbImage};
 
@@ -214,6 +215,124 @@ pub fn photometric_check<'a>(
     Some(PhotometricCheck { ncc: cov / (va * vb).sqrt(), coverage: nf / (w * h) as f64 })
 }
 
+/// Further appearance scores of a prediction against an image: diagnostics for choosing a verifier
+/// (`gst bench reloc` with `GST_DEBUG_JUDGED=FILE` logs them for every judged hypothesis). Local and
+/// gradient correlations ignore how bright one part of the view is against another, which the global
+/// correlation of [`photometric_check`] weighs most.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct AppearanceScores {
+    /// Mean correlation over 8x8 blocks covered at least 5/8 and textured on both sides.
+    pub patch_mean: f64,
+    /// Share of those blocks correlating at least 0.5.
+    pub patch_agree: f64,
+    /// Number of such blocks.
+    pub patches: usize,
+    /// Correlation of the gradient fields (central differences) where the prediction has all four neighbours.
+    pub gradient: f64,
+    /// Correlation after a 3x3 box blur of both sides (over covered pixels).
+    pub blurred: f64,
+}
+
+/// [`AppearanceScores`] of `predicted` (a [`warp`]) against `query`.
+pub fn appearance_scores(query: &Thumbnail, predicted: &[Option<u8>]) -> AppearanceScores {
+    let (w, h) = (query.camera.width as usize, query.camera.height as usize);
+    let mut scores = AppearanceScores::default();
+    if predicted.len() != w * h || query.gray.len() != w * h {
+        return scores;
+    }
+    let q = |x: usize, y: usize| f64::from(query.gray[y * w + x]);
+    let p = |x: usize, y: usize| predicted[y * w + x].map(f64::from);
+    // Blocks.
+    let (mut sum, mut agree) = (0.0, 0usize);
+    for by in 0..h / 8 {
+        for bx in 0..w / 8 {
+            let mut acc = Acc::default();
+            for y in by * 8..by * 8 + 8 {
+                for x in bx * 8..bx * 8 + 8 {
+                    if let Some(a) = p(x, y) {
+                        acc.add(a, q(x, y));
+                    }
+                }
+            }
+            if acc.n >= 40
+                && let Some(r) = acc.ncc(9.0)
+            {
+                scores.patches += 1;
+                sum += r;
+                agree += usize::from(r >= 0.5);
+            }
+        }
+    }
+    if scores.patches > 0 {
+        scores.patch_mean = sum / scores.patches as f64;
+        scores.patch_agree = agree as f64 / scores.patches as f64;
+    }
+    // Gradients.
+    let (mut gab, mut gaa, mut gbb) = (0.0, 0.0, 0.0);
+    let mut blur = Acc::default();
+    for y in 1..h.saturating_sub(1) {
+        for x in 1..w.saturating_sub(1) {
+            let (Some(l), Some(r), Some(u), Some(d), Some(_)) =
+                (p(x - 1, y), p(x + 1, y), p(x, y - 1), p(x, y + 1), p(x, y))
+            else {
+                continue;
+            };
+            let (ax, ay) = (r - l, d - u);
+            let (bx, by) = (q(x + 1, y) - q(x - 1, y), q(x, y + 1) - q(x, y - 1));
+            gab += ax * bx + ay * by;
+            gaa += ax * ax + ay * ay;
+            gbb += bx * bx + by * by;
+            let (mut pa, mut pb, mut n) = (0.0, 0.0, 0.0);
+            for yy in y - 1..=y + 1 {
+                for xx in x - 1..=x + 1 {
+                    if let Some(a) = p(xx, yy) {
+                        pa += a;
+                        pb += q(xx, yy);
+                        n += 1.0;
+                    }
+                }
+            }
+            blur.add(pa / n, pb / n);
+        }
+    }
+    if gaa > 0.0 && gbb > 0.0 {
+        scores.gradient = gab / (gaa * gbb).sqrt();
+    }
+    scores.blurred = blur.ncc(1.0).unwrap_or(0.0);
+    scores
+}
+
+#[derive(Default)]
+struct Acc {
+    n: usize,
+    sa: f64,
+    sb: f64,
+    saa: f64,
+    sbb: f64,
+    sab: f64,
+}
+
+impl Acc {
+    fn add(&mut self, a: f64, b: f64) {
+        self.n += 1;
+        self.sa += a;
+        self.sb += b;
+        self.saa += a * a;
+        self.sbb += b * b;
+        self.sab += a * b;
+    }
+
+    fn ncc(&self, min_variance: f64) -> Option<f64> {
+        let n = self.n as f64;
+        if self.n == 0 {
+            return None;
+        }
+        let cov = self.sab / n - (self.sa / n) * (self.sb / n);
+        let (va, vb) = (self.saa / n - (self.sa / n).powi(2), self.sbb / n - (self.sb / n).powi(2));
+        (va >= min_variance && vb >= min_variance).then(|| cov / (va * vb).sqrt())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,6 +395,37 @@ mod tests {
         // Behind the wall nothing is covered.
         let behind = Isometry3::from_parts(Translation3::new(0.0, 0.0, 5.0), UnitQuaternion::identity());
         assert_eq!(check(&behind), None);
+    }
+
+    #[test]
+    fn local_and_gradient_scores_prefer_the_true_pose() {
+        let camera = PinholeCamera::from_horizontal_fov(320, 256, 90.0).expect("camera");
+        let keyframe_pose = Isometry3::identity();
+        let (rgb, depth) = wall(&camera, &keyframe_pose);
+        let keyframe = Thumbnail::new(&camera, &rgb, Some(&depth), (0.1, 10.0));
+        // The keyframe's own image against itself: every score is 1.
+        let own = Thumbnail::new(&camera, &rgb, None, (0.1, 10.0));
+        let itself = warp(&own.camera, &Isometry3::identity(), [(&keyframe, &keyframe_pose)]);
+        let perfect = appearance_scores(&own, &itself);
+        assert_eq!(perfect.patches, 80, "{perfect:?}");
+        for score in [perfect.patch_mean, perfect.patch_agree, perfect.gradient, perfect.blurred] {
+            assert!(score > 0.99, "{perfect:?}");
+        }
+        let query_pose = Isometry3::from_parts(
+            Translation3::new(0.4, 0.0, 0.0),
+            UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 10f64.to_radians()),
+        );
+        let (query_rgb, _) = wall(&camera, &query_pose);
+        let query = Thumbnail::new(&camera, &query_rgb, None, (0.1, 10.0));
+        let scores = |pose: &Isometry3<f64>| {
+            appearance_scores(&query, &warp(&query.camera, &pose.inverse(), [(&keyframe, &keyframe_pose)]))
+        };
+        let truth = scores(&query_pose);
+        let shifted = scores(&Isometry3::from_parts(Translation3::new(1.2, 0.3, 0.0), query_pose.rotation));
+        assert!(truth.patch_mean > shifted.patch_mean + 0.3, "true {truth:?}, shifted {shifted:?}");
+        assert!(truth.gradient > shifted.gradient + 0.3, "true {truth:?}, shifted {shifted:?}");
+        // A prediction of the wrong size scores nothing.
+        assert_eq!(appearance_scores(&query, &[]), AppearanceScores::default());
     }
 
     #[test]
