@@ -95,7 +95,10 @@ pub struct PhotometricCheck {
 }
 
 /// The grey levels `keyframes` predict in the camera `camera` at `camera_from_world`, `None` where none
-/// reaches (z-buffered, nearest pixel; surfaces seen from their other side are dropped).
+/// reaches (z-buffered, nearest pixel). A surface this camera would see from the other side than the
+/// keyframe did (rays more than 90° apart: a wall's far face, seen from the next room) predicts nothing,
+/// but it still hides what lies behind it: left out, the rooms beyond an interior wall that the keyframes
+/// never faced from this side would show through it.
 pub fn warp<'a>(
     camera: &PinholeCamera,
     camera_from_world: &Isometry3<f64>,
@@ -129,7 +132,9 @@ fn warp_portable<'a>(
 ) -> Vec<Option<u8>> {
     let (w, h) = (camera.width as usize, camera.height as usize);
     let mut z_buffer = vec![f32::INFINITY; w * h];
-    let mut predicted = vec![0u8; w * h];
+    // A grey level, or HIDDEN where the nearest surface was seen from its other side.
+    const HIDDEN: u16 = 256;
+    let mut predicted = vec![0u16; w * h];
     for (thumbnail, world_from_keyframe) in keyframes {
         let kc = &thumbnail.camera;
         let query_from_keyframe = camera_from_world * world_from_keyframe;
@@ -146,11 +151,12 @@ fn warp_portable<'a>(
                 }
                 let p = Point3::new((i as f64 - kc.cx) / kc.fx * d, (j as f64 - kc.cy) / kc.fy * d, d);
                 let q = query_from_keyframe * p;
-                // A surface seen from its other side (rays from the two cameras more than 90° apart) is
-                // hidden behind it: a wall's far face, warped from the next room.
-                if q.z < 0.05 || (-q.coords).dot(&(centre - q)) < 0.0 {
+                if q.z < 0.05 {
                     continue;
                 }
+                // A surface seen from its other side (rays from the two cameras more than 90° apart): its
+                // appearance is of the far face, but it occludes all the same.
+                let facing = (-q.coords).dot(&(centre - q)) >= 0.0;
                 // A keyframe pixel covers about (its depth / the depth here) pixels of this camera in each
                 // direction: splatted so, a surface seen closer than from the keyframe has no holes for
                 // the background to show through.
@@ -161,7 +167,7 @@ fn warp_portable<'a>(
                     continue;
                 }
                 let z = q.z as f32;
-                let gray = thumbnail.gray[j * kw + i];
+                let gray = if facing { u16::from(thumbnail.gray[j * kw + i]) } else { HIDDEN };
                 let (u0, v0, size) = (u0 as i64, v0 as i64, size as i64);
                 for v in v0.max(0)..(v0 + size).min(h as i64) {
                     for u in u0.max(0)..(u0 + size).min(w as i64) {
@@ -175,7 +181,11 @@ fn warp_portable<'a>(
             }
         }
     }
-    z_buffer.iter().zip(predicted).map(|(z, p)| z.is_finite().then_some(p)).collect()
+    z_buffer
+        .iter()
+        .zip(predicted)
+        .map(|(z, p)| if z.is_finite() && p < HIDDEN { Some(p as u8) } else { None })
+        .collect()
 }
 
 /// Warps `keyframes` (thumbnail and `world_from_camera`) into the camera at `camera_from_world` (z-buffered,
@@ -341,13 +351,22 @@ mod tests {
 
     /// A textured wall 3 m in front of a camera at the origin (world = camera frame): rgb and depth.
     fn wall(camera: &PinholeCamera, world_from_camera: &Isometry3<f64>) -> (RgbImage, DepthImage) {
+        wall_at(camera, world_from_camera, 3.0)
+    }
+
+    /// A textured wall in the plane z = `plane_z` (world) as a camera at `world_from_camera` sees it.
+    fn wall_at(
+        camera: &PinholeCamera,
+        world_from_camera: &Isometry3<f64>,
+        plane_z: f64,
+    ) -> (RgbImage, DepthImage) {
         let camera_from_world = world_from_camera.inverse();
         let (w, h) = (camera.width, camera.height);
         let mut rgb = Vec::new();
         let mut depth = Vec::new();
         for v in 0..h {
             for u in 0..w {
-                // Ray through the pixel, intersected with the plane z = 3 (world).
+                // Ray through the pixel, intersected with the plane z = plane_z (world).
                 let ray_c = Vector3::new(
                     (f64::from(u) - camera.cx) / camera.fx,
                     (f64::from(v) - camera.cy) / camera.fy,
@@ -355,7 +374,7 @@ mod tests {
                 );
                 let origin = world_from_camera.translation.vector;
                 let ray_w = world_from_camera.rotation * ray_c;
-                let t = (3.0 - origin.z) / ray_w.z;
+                let t = (plane_z - origin.z) / ray_w.z;
                 let hit = origin + ray_w * t;
                 // A non-repeating pattern: smooth blobs.
                 let value = 128.0
@@ -447,5 +466,19 @@ mod tests {
         );
         let predicted = warp(&small, &behind.inverse(), [(&keyframe, &keyframe_pose)]);
         assert!(predicted.iter().all(Option::is_none), "the wall was warped onto its back");
+        // A second keyframe at the origin looking the other way sees a wall at z = -3. From behind the first
+        // wall (z = 6, looking back), that second wall lies beyond the first one, which hides it.
+        let turned = Isometry3::from_parts(
+            Translation3::identity(),
+            UnitQuaternion::from_axis_angle(&Vector3::y_axis(), std::f64::consts::PI),
+        );
+        let (rgb, depth) = wall_at(&camera, &turned, -3.0);
+        let beyond = Thumbnail::new(&camera, &rgb, Some(&depth), (0.1, 10.0));
+        let farther = Isometry3::from_parts(Translation3::new(0.0, 0.0, 6.0), turned.rotation);
+        let alone = warp(&small, &farther.inverse(), [(&beyond, &turned)]);
+        assert!(alone.iter().filter(|p| p.is_some()).count() > alone.len() / 20, "the far wall is in view");
+        let both = warp(&small, &farther.inverse(), [(&beyond, &turned), (&keyframe, &keyframe_pose)]);
+        let near = warp(&small, &farther.inverse(), [(&keyframe, &keyframe_pose)]);
+        assert_eq!(both, near, "the far wall was seen through the near one");
     }
 }
