@@ -766,29 +766,36 @@ fn table(report: &Report, report_path: &Path) -> String {
         (rows.iter().filter(|r| test(r)).count(), rows.len())
     };
     let ate_below = |limit: f64| move |r: &Row| r.ours.ate_rmse_m().is_some_and(|ate| ate <= limit);
-    let targets: [(String, (usize, usize)); 4] = [
+    // The peer's target is counted only where the peer ran (not with --no-peer).
+    let peer_ran = report.rows.iter().any(|r| r.open3d.is_some());
+    let targets: [(String, Option<(usize, usize)>); 4] = [
         (
             format!("ATE RMSE <= {} cm, clean depth", TARGET_ATE_CLEAN_M * 100.0),
-            count(Some(DepthKind::Clean), &ate_below(TARGET_ATE_CLEAN_M)),
+            Some(count(Some(DepthKind::Clean), &ate_below(TARGET_ATE_CLEAN_M))),
         ),
         (
             format!("ATE RMSE <= {} cm, noisy depth", TARGET_ATE_NOISY_M * 100.0),
-            count(Some(DepthKind::Noisy), &ate_below(TARGET_ATE_NOISY_M)),
+            Some(count(Some(DepthKind::Noisy), &ate_below(TARGET_ATE_NOISY_M))),
         ),
         (
             "ATE RMSE below Open3D's".to_string(),
-            count(None, &|r: &Row| r.ate_ratio_ours_over_open3d.is_some_and(|ratio| ratio < 1.0)),
+            peer_ran.then(|| {
+                count(None, &|r: &Row| r.ate_ratio_ours_over_open3d.is_some_and(|ratio| ratio < 1.0))
+            }),
         ),
         (
             format!("tracking >= {TARGET_FPS} fps"),
-            count(
+            Some(count(
                 None,
                 &|r: &Row| matches!(r.ours, Measurement::Measured { tracking_fps, .. } if tracking_fps >= TARGET_FPS),
-            ),
+            )),
         ),
     ];
-    for (name, (met, of)) in targets {
-        let _ = writeln!(out, "  {name:<32} {met}/{of}");
+    for (name, counted) in targets {
+        match counted {
+            Some((met, of)) => _ = writeln!(out, "  {name:<32} {met}/{of}"),
+            None => _ = writeln!(out, "  {name:<32} peer not run"),
+        }
     }
     // Long sequences: whether memory stays bounded, minute by minute.
     for row in &report.rows {
@@ -804,4 +811,45 @@ fn table(report: &Report, report_path: &Path) -> String {
     }
     let _ = writeln!(out, "report: {}", report_path.display());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(open3d: Option<Measurement>) -> Report {
+        let failed = |error: &str| Measurement::Failed { error: error.to_string() };
+        Report {
+            seed: 1,
+            scenes: 1,
+            max_frames: None,
+            fps: 10.0,
+            width: 640,
+            height: 512,
+            rpe_delta_frames: 10,
+            depth_noise: DepthNoise::default(),
+            slam_config: SlamConfig::default(),
+            rows: vec![Row {
+                scene: "scene_000".into(),
+                depth: DepthKind::Clean,
+                sequence: PathBuf::from("tum/scene_000"),
+                frames: 10,
+                duration_s: 1.0,
+                path_length_m: 1.0,
+                ours: failed("lost"),
+                open3d,
+                ate_ratio_ours_over_open3d: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_peer_target_is_counted_only_where_the_peer_ran() {
+        let path = Path::new("bench.json");
+        let without = table(&report(None), path);
+        assert!(without.contains("ATE RMSE below Open3D's          peer not run"), "{without}");
+        let with = table(&report(Some(Measurement::Failed { error: "diverged".into() })), path);
+        assert!(with.contains("ATE RMSE below Open3D's          0/1"), "{with}");
+        assert!(with.contains("ATE RMSE <= 1 cm, clean depth    0/1"), "{with}");
+    }
 }
