@@ -1210,13 +1210,7 @@ impl<'a> Relocalizer<'a> {
             .filter_map(|k| self.map.keyframes.get(k))
             .collect();
         let camera_from_world = world_from_camera.0.inverse();
-        let warp = |keyframes: &[&StoredKeyframe]| {
-            crate::thumbnail::warp(
-                &thumbnail.camera,
-                &camera_from_world,
-                keyframes.iter().map(|k| (&k.thumbnail, &k.world_from_camera)),
-            )
-        };
+        let warp = |keyframes: &[&StoredKeyframe]| predict(&thumbnail.camera, &camera_from_world, keyframes);
         let query: Vec<Option<u8>> = thumbnail.gray.iter().map(|&g| Some(g)).collect();
         let mut panels = vec![(query, [0, 0, 0]), (warp(&chosen), [0, 0, 0])];
         panels.extend(chosen.iter().map(|k| (warp(&[k]), [255, 0, 0])));
@@ -1284,15 +1278,12 @@ impl<'a> Relocalizer<'a> {
         found.confidence = check.ncc.clamp(0.0, 1.0) * (found.inliers as f64 / 50.0).min(1.0);
         let accepted = check.coverage >= MIN_COVERAGE && check.ncc >= MIN_NCC;
         if let Some(log) = &self.judged_log {
-            let chosen = self.keyframes_seeing(&found.world_from_camera.0, CHECK_KEYFRAMES);
-            let predicted = crate::thumbnail::warp(
-                &thumbnail.camera,
-                &found.world_from_camera.0.inverse(),
-                chosen
-                    .iter()
-                    .filter_map(|&k| self.map.keyframes.get(k))
-                    .map(|k| (&k.thumbnail, &k.world_from_camera)),
-            );
+            let chosen: Vec<&StoredKeyframe> = self
+                .keyframes_seeing(&found.world_from_camera.0, CHECK_KEYFRAMES)
+                .into_iter()
+                .filter_map(|k| self.map.keyframes.get(k))
+                .collect();
+            let predicted = predict(&thumbnail.camera, &found.world_from_camera.0.inverse(), &chosen);
             let record = JudgedRecord {
                 world_from_camera: found.world_from_camera,
                 inliers: found.inliers,
@@ -1583,6 +1574,19 @@ impl<'a> Relocalizer<'a> {
         matches.sort_unstable();
         matches
     }
+}
+
+/// What `keyframes` predict in a thumbnail camera at `camera_from_world` ([`crate::thumbnail::warp`]).
+fn predict(
+    camera: &gst_core::PinholeCamera,
+    camera_from_world: &Isometry3<f64>,
+    keyframes: &[&StoredKeyframe],
+) -> Vec<Option<u8>> {
+    crate::thumbnail::warp(
+        camera,
+        camera_from_world,
+        keyframes.iter().map(|k| (&k.thumbnail, &k.world_from_camera)),
+    )
 }
 
 /// A camera's right and forward axes levelled under the world's vertical `up` (world frame, unit length): a

@@ -198,31 +198,19 @@ pub fn photometric_check<'a>(
 ) -> Option<PhotometricCheck> {
     let predicted = warp(&query.camera, camera_from_world, keyframes);
     let (w, h) = (query.camera.width as usize, query.camera.height as usize);
-    let (mut n, mut sa, mut sb, mut saa, mut sbb, mut sab) = (0usize, 0.0, 0.0, 0.0, 0.0, 0.0);
     if predicted.len() != w * h || query.gray.len() != w * h {
         return None;
     }
+    let mut acc = Acc::default();
     for (a, b) in predicted.iter().zip(&query.gray) {
         if let Some(a) = a {
-            let (a, b) = (f64::from(*a), f64::from(*b));
-            n += 1;
-            sa += a;
-            sb += b;
-            saa += a * a;
-            sbb += b * b;
-            sab += a * b;
+            acc.add(f64::from(*a), f64::from(*b));
         }
     }
-    if n < 100 {
+    if acc.n < 100 {
         return None;
     }
-    let nf = n as f64;
-    let cov = sab / nf - (sa / nf) * (sb / nf);
-    let (va, vb) = (saa / nf - (sa / nf).powi(2), sbb / nf - (sb / nf).powi(2));
-    if va < 1.0 || vb < 1.0 {
-        return None;
-    }
-    Some(PhotometricCheck { ncc: cov / (va * vb).sqrt(), coverage: nf / (w * h) as f64 })
+    Some(PhotometricCheck { ncc: acc.ncc(1.0)?, coverage: acc.n as f64 / (w * h) as f64 })
 }
 
 /// Further appearance scores of a prediction against an image: diagnostics for choosing a verifier
@@ -312,6 +300,7 @@ pub fn appearance_scores(query: &Thumbnail, predicted: &[Option<u8>]) -> Appeara
     scores
 }
 
+/// Sums for the normalised cross-correlation of pairs (a, b).
 #[derive(Default)]
 struct Acc {
     n: usize,
@@ -332,6 +321,7 @@ impl Acc {
         self.sab += a * b;
     }
 
+    /// The correlation, `None` when empty or when either side's variance is below `min_variance`.
     fn ncc(&self, min_variance: f64) -> Option<f64> {
         let n = self.n as f64;
         if self.n == 0 {
@@ -388,6 +378,14 @@ mod tests {
         (Image::from_vec(w, h, rgb).expect("size"), Image::from_vec(w, h, depth).expect("size"))
     }
 
+    /// The query of the tests: 0.4 m to the right of the keyframe, turned 10°.
+    fn query_pose() -> Isometry3<f64> {
+        Isometry3::from_parts(
+            Translation3::new(0.4, 0.0, 0.0),
+            UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 10f64.to_radians()),
+        )
+    }
+
     #[test]
     fn the_true_pose_scores_higher_than_a_shifted_one() {
         let camera = PinholeCamera::from_horizontal_fov(160, 128, 90.0).expect("camera");
@@ -396,11 +394,7 @@ mod tests {
         let keyframe = Thumbnail::new(&camera, &rgb, Some(&depth), (0.1, 10.0));
         assert_eq!((keyframe.camera.width, keyframe.camera.height), (40, 32));
         assert_eq!(keyframe.depth_m.len(), 40 * 32);
-        // The query 0.4 m to the right, turned 10°.
-        let query_pose = Isometry3::from_parts(
-            Translation3::new(0.4, 0.0, 0.0),
-            UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 10f64.to_radians()),
-        );
+        let query_pose = query_pose();
         let (query_rgb, _) = wall(&camera, &query_pose);
         let query = Thumbnail::new(&camera, &query_rgb, None, (0.1, 10.0));
         assert!(query.depth_m.is_empty());
@@ -430,10 +424,7 @@ mod tests {
         for score in [perfect.patch_mean, perfect.patch_agree, perfect.gradient, perfect.blurred] {
             assert!(score > 0.99, "{perfect:?}");
         }
-        let query_pose = Isometry3::from_parts(
-            Translation3::new(0.4, 0.0, 0.0),
-            UnitQuaternion::from_axis_angle(&Vector3::y_axis(), 10f64.to_radians()),
-        );
+        let query_pose = query_pose();
         let (query_rgb, _) = wall(&camera, &query_pose);
         let query = Thumbnail::new(&camera, &query_rgb, None, (0.1, 10.0));
         let scores = |pose: &Isometry3<f64>| {
