@@ -28,6 +28,11 @@
 //! settled ([`SETTLED_NCC`], [`SETTLED_INLIERS`]): most views are found by their first match sets, and
 //! render and compare is most of the time of the rest.
 //!
+//! When nothing at all is found, the last resort is features of the image squeezed along each axis
+//! ([`squeezed_features`]: the foreshortening of a wall seen at another angle than the exploration saw it,
+//! simulated as ASIFT's tilts do); they only propose poses, which are matched again with the image's own
+//! features, tightly and by view synthesis, and judged on those.
+//!
 //! A pose the check rejects by a little is accepted when nothing passes the check and a caller's hypothesis
 //! corroborates it (layout place recognition predicted it and guided matching from there found it with many
 //! inliers: three cues agree; [`Search::corroborate`]), or else when hundreds of inliers agree on it
@@ -146,6 +151,9 @@ const HYPOTHESES: usize = 10;
 const DEEP_HYPOTHESES: usize = 120;
 /// PnP consensus sets tried per hypothesis (sequential RANSAC).
 const CONSENSUS_ROUNDS: usize = 3;
+/// Squeeze factors of [`squeezed_features`], and how many keyframes of their vote are matched.
+const SQUEEZES: &[f64] = &[1.6, 2.5];
+const SQUEEZED_HYPOTHESES: usize = 30;
 /// Keyframe hypotheses chosen by layout similarity, besides the voted ones.
 const LAYOUT_HYPOTHESES: usize = 10;
 /// Lowest photometric correlation of an accepted pose.
@@ -631,6 +639,61 @@ impl<'a> Relocalizer<'a> {
         // pose 1.6 m off came from the voted keyframes, not view synthesis, and was never slid).
         if search.empty_handed() {
             self.search_shift_seeds(&features, &thumbnail, &gray, &shift_seeds, true, &mut search);
+        }
+        // The very last resort: features of the image squeezed along each axis (affine simulation of an
+        // oblique view) propose poses for a surface the exploration saw only at another angle than the image
+        // ([`squeezed_features`]).
+        if search.empty_handed() && !SQUEEZES.is_empty() {
+            let squeezed = squeezed_features(&mut self.orb, &gray, &features, SQUEEZES)?;
+            let candidates: Vec<u32> = self
+                .lookup
+                .index
+                .vote(&squeezed.descriptors, VOTE_DISTANCE, |_| false)
+                .into_iter()
+                .map(|(kf, _)| kf)
+                .take(SQUEEZED_HYPOTHESES)
+                .collect();
+            tracing::debug!("squeezed: {} features, keyframes {candidates:?}", squeezed.len());
+            // The squeezed features only propose poses: each is matched again with the image's own features,
+            // tightly and by view synthesis, and judged on those with [`DEEPER_MIN_INLIERS`].
+            let mut per_squeezed: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
+            let mut verified = Search::default();
+            for kf in candidates {
+                if verified.accepted.is_some() {
+                    break;
+                }
+                let (mut proposed, mut seeds) = (Search::default(), Vec::new());
+                let matches = self.keyframe_match_set(&squeezed, kf, &mut per_squeezed);
+                self.try_match_set(camera, &squeezed, &thumbnail, kf, matches, &mut proposed, &mut seeds)?;
+                let poses: Vec<Pose3> =
+                    proposed.accepted.iter().chain(&proposed.pool).map(|r| r.world_from_camera).collect();
+                for pose in poses {
+                    let matched = self.refine(&features, pose.0.inverse(), kf).map(|(found, _)| found);
+                    let synthesized = match self.refine_synthesized(&gray, &pose.0) {
+                        Ok(found) => found,
+                        Err(error) => {
+                            tracing::warn!("view synthesis failed: {error}");
+                            None
+                        }
+                    };
+                    for found in [matched, synthesized].into_iter().flatten() {
+                        if found.inliers < DEEPER_MIN_INLIERS {
+                            continue;
+                        }
+                        let judged = self.judge(&thumbnail, found);
+                        tracing::debug!(
+                            "squeezed proposal from keyframe {kf}: {} inliers, correlation {:.3}, accepted {}",
+                            judged.relocalization.inliers,
+                            judged.relocalization.ncc,
+                            judged.accepted
+                        );
+                        verified.consider(judged);
+                    }
+                }
+            }
+            if verified.accepted.is_some() {
+                search.accepted = verified.accepted;
+            }
         }
         Ok(search.outcome())
     }
@@ -1576,6 +1639,59 @@ impl<'a> Relocalizer<'a> {
     }
 }
 
+/// The image's features together with those of the image squeezed along x or y by each factor of `squeezes`
+/// (box-filtered), their keypoints mapped back to the image: ORB is not invariant to the foreshortening
+/// of a wall seen at a grazing angle, and the squeeze simulates it (as ASIFT's tilts do).
+fn squeezed_features(
+    orb: &mut OrbExtractor,
+    gray: &GrayImage,
+    features: &Features,
+    squeezes: &[f64],
+) -> Result<Features, SlamError> {
+    let mut keypoints = features.keypoints.clone();
+    let mut descriptors = features.descriptors.clone();
+    let (w, h) = (gray.width as usize, gray.height as usize);
+    for &t in squeezes {
+        for along_x in [true, false] {
+            let (tw, th) = if along_x {
+                (((w as f64) / t).floor() as usize, h)
+            } else {
+                (w, ((h as f64) / t).floor() as usize)
+            };
+            let mut pixels = vec![0u8; tw * th];
+            for y in 0..th {
+                for x in 0..tw {
+                    let (x0, x1, y0, y1) = if along_x {
+                        let a = (x as f64 * t) as usize;
+                        (a, (((x + 1) as f64 * t) as usize).min(w).max(a + 1), y, y + 1)
+                    } else {
+                        let a = (y as f64 * t) as usize;
+                        (x, x + 1, a, (((y + 1) as f64 * t) as usize).min(h).max(a + 1))
+                    };
+                    let mut sum = 0u32;
+                    for yy in y0..y1 {
+                        for xx in x0..x1 {
+                            sum += u32::from(gray.pixels[yy * w + xx]);
+                        }
+                    }
+                    pixels[y * tw + x] = (sum / ((x1 - x0) * (y1 - y0)) as u32) as u8;
+                }
+            }
+            let found = orb.extract_gray(&pixels, tw as u32, th as u32, None)?;
+            for (mut k, d) in found.keypoints.into_iter().zip(found.descriptors) {
+                if along_x {
+                    k.u = ((f64::from(k.u) + 0.5) * t - 0.5) as f32;
+                } else {
+                    k.v = ((f64::from(k.v) + 0.5) * t - 0.5) as f32;
+                }
+                keypoints.push(k);
+                descriptors.push(d);
+            }
+        }
+    }
+    Ok(Features::from_parts(keypoints, descriptors, gray.width, gray.height))
+}
+
 /// What `keyframes` predict in a thumbnail camera at `camera_from_world` ([`crate::thumbnail::warp`]).
 fn predict(
     camera: &gst_core::PinholeCamera,
@@ -1845,5 +1961,80 @@ mod tests {
         };
         let check = relocalizer.check(&thumbnail, &Pose3(query)).expect("covered");
         assert!(check.coverage > 0.6, "{check:?}");
+    }
+
+    /// A textured wall (rectangles of random grey levels) of `width` x `height` pixels.
+    fn wall(width: usize, height: usize) -> GrayImage {
+        let mut pixels = vec![128u8; width * height];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..900 {
+            let (x, y) = ((next() % width as u64) as usize, (next() % height as u64) as usize);
+            let (w, h) = (6 + (next() % 28) as usize, 6 + (next() % 28) as usize);
+            let level = (next() % 256) as u8;
+            for yy in y..(y + h).min(height) {
+                for xx in x..(x + w).min(width) {
+                    pixels[yy * width + xx] = level;
+                }
+            }
+        }
+        GrayImage { width: width as u32, height: height as u32, pixels }
+    }
+
+    #[test]
+    fn squeezed_features_match_a_wall_seen_at_a_grazing_angle() {
+        // The map saw the wall face on; the image sees it at a grazing angle, foreshortened 2.5 times
+        // across (its middle 256 columns, the rest blank).
+        let (width, height, tilt, offset) = (640usize, 512usize, 2.5f64, 192usize);
+        let face_on = wall(width, height);
+        let mut pixels = vec![128u8; width * height];
+        for y in 0..height {
+            for x in 0..256 {
+                let sum: u32 = (0..5).map(|i| u32::from(face_on.pixels[y * width + (5 * x + i) / 2])).sum();
+                pixels[y * width + offset + x] = (sum / 5) as u8;
+            }
+        }
+        let grazing = GrayImage { width: width as u32, height: height as u32, pixels };
+        let mut orb = OrbExtractor::new(&crate::features::OrbConfig::default()).expect("orb");
+        let map = orb.extract_gray(&face_on.pixels, width as u32, height as u32, None).expect("map");
+        let plain = orb.extract_gray(&grazing.pixels, width as u32, height as u32, None).expect("plain");
+        let squeezed = squeezed_features(&mut orb, &grazing, &plain, &[tilt]).expect("squeezed");
+        assert!(squeezed.len() > plain.len());
+        assert_eq!(&squeezed.descriptors[..plain.len()], &plain.descriptors[..]);
+        // Right matches: the nearest map descriptor within 50 bits, where the wall's point of the image
+        // feature lies (within 10 pixels of the face-on view).
+        let right = |features: &Features| {
+            features
+                .keypoints
+                .iter()
+                .zip(&features.descriptors)
+                .filter(|(k, d)| {
+                    let Some((distance, m)) =
+                        map.descriptors.iter().enumerate().map(|(m, e)| (hamming(d, e), m)).min()
+                    else {
+                        return false;
+                    };
+                    let expected = (f64::from(k.u) - offset as f64 + 0.5) * tilt - 0.5;
+                    let found = &map.keypoints[m];
+                    distance <= 50
+                        && (f64::from(found.u) - expected).abs() < 10.0
+                        && (found.v - k.v).abs() < 10.0
+                })
+                .count()
+        };
+        let (before, after) = (right(&plain), right(&squeezed));
+        assert!(after >= 20 && after >= 2 * before, "right matches: {before} plain, {after} with squeezed");
+        // Every keypoint mapped back lies in the image.
+        assert!(
+            squeezed
+                .keypoints
+                .iter()
+                .all(|k| k.u >= -1.0 && k.u <= width as f32 && k.v >= -1.0 && k.v <= height as f32)
+        );
     }
 }
