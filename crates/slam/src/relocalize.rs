@@ -764,19 +764,7 @@ impl<'a> Relocalizer<'a> {
             }
             turned_from.push(seed.world_from_camera);
             for degrees in [90.0, -90.0] {
-                let start = Relocalization {
-                    world_from_camera: Pose3(turned_about(
-                        &seed.world_from_camera.0,
-                        self.lookup.up.as_ref(),
-                        degrees,
-                    )),
-                    inliers: 0,
-                    matches: 0,
-                    confidence: 0.0,
-                    keyframe: u32::MAX,
-                    ncc: 0.0,
-                    coverage: 0.0,
-                };
+                let start = turned_about(&seed.world_from_camera.0, self.lookup.up.as_ref(), degrees);
                 tracing::debug!("a pose on {} inliers turned {degrees}°, slid", seed.inliers);
                 self.slide(features, thumbnail, gray, &start, &mut turned);
                 if strong(&turned) {
@@ -812,7 +800,7 @@ impl<'a> Relocalizer<'a> {
                 && unsearched(slid_poses(&search.slid), &seed.world_from_camera)
             {
                 search.slid.push(seed.clone());
-                self.slide(features, thumbnail, gray, seed, search);
+                self.slide(features, thumbnail, gray, &seed.world_from_camera.0, search);
             }
         }
     }
@@ -939,11 +927,11 @@ impl<'a> Relocalizer<'a> {
         }
         if slide_here {
             search.slid.push(seed.clone());
-            self.slide(features, thumbnail, gray, seed, search);
+            self.slide(features, thumbnail, gray, &seed.world_from_camera.0, search);
         }
     }
 
-    /// The seed's pose slid over a level grid along its camera's right and forward axes
+    /// `pose` (a seed's) slid over a level grid along its camera's right and forward axes
     /// ([`level_axes`]; [`SLIDE_STEPS`] each way, [`SLIDE_STEP_M`] apart, heading and height kept), each
     /// position scored by the photometric check; the [`SLIDE_CANDIDATES`] best-correlated distinct ones (at
     /// least [`SLIDE_MIN_NCC`]) go through the steps of a
@@ -957,10 +945,9 @@ impl<'a> Relocalizer<'a> {
         features: &Features,
         thumbnail: &Thumbnail,
         gray: &GrayImage,
-        seed: &Relocalization,
+        pose: &Isometry3<f64>,
         search: &mut Search,
     ) {
-        let pose = &seed.world_from_camera.0;
         let (right, forward) = level_axes(pose, self.lookup.up.as_ref());
         let mut scored: Vec<(f64, nalgebra::Vector3<f64>, Isometry3<f64>)> = Vec::new();
         for i in -SLIDE_STEPS..=SLIDE_STEPS {
@@ -1927,9 +1914,9 @@ mod tests {
         assert_eq!(search.outcome().accepted.map(|a| a.ncc), Some(0.6));
     }
 
-    #[test]
-    fn a_slide_keeps_a_pitched_cameras_height_and_heading() {
-        // A camera pitched 12° down, turned 30° about the vertical (world z up; camera y down, z forward).
+    /// A camera 1.4 m up, pitched 12° down, turned 30° about the vertical (world z up; camera y down,
+    /// z forward), and the rotation of a level camera looking along world +x.
+    fn pitched_camera() -> (Isometry3<f64>, nalgebra::Rotation3<f64>) {
         let level = nalgebra::Rotation3::from_matrix_unchecked(nalgebra::Matrix3::new(
             0.0, 0.0, 1.0, //
             -1.0, 0.0, 0.0, //
@@ -1942,6 +1929,12 @@ mod tests {
             nalgebra::Translation3::new(1.0, 2.0, 1.4),
             nalgebra::UnitQuaternion::from_rotation_matrix(&rotation),
         );
+        (pose, level)
+    }
+
+    #[test]
+    fn a_slide_keeps_a_pitched_cameras_height_and_heading() {
+        let (pose, _) = pitched_camera();
         let up = nalgebra::Vector3::z();
         let forward_seen = pose.rotation * nalgebra::Vector3::z();
         assert!(forward_seen.z < -0.15, "the camera looks down");
@@ -1962,19 +1955,7 @@ mod tests {
 
     #[test]
     fn a_quarter_turn_keeps_a_pitched_cameras_position_and_pitch_and_turns_its_heading() {
-        // A camera pitched 12° down, heading 30° (world z up; camera y down, z forward).
-        let level = nalgebra::Rotation3::from_matrix_unchecked(nalgebra::Matrix3::new(
-            0.0, 0.0, 1.0, //
-            -1.0, 0.0, 0.0, //
-            0.0, -1.0, 0.0,
-        ));
-        let rotation = nalgebra::Rotation3::from_axis_angle(&nalgebra::Vector3::z_axis(), 30f64.to_radians())
-            * level
-            * nalgebra::Rotation3::from_axis_angle(&nalgebra::Vector3::x_axis(), -12f64.to_radians());
-        let pose = Isometry3::from_parts(
-            nalgebra::Translation3::new(1.0, 2.0, 1.4),
-            nalgebra::UnitQuaternion::from_rotation_matrix(&rotation),
-        );
+        let (pose, level) = pitched_camera();
         let forward = |p: &Isometry3<f64>| p.rotation * nalgebra::Vector3::z();
         let heading = |p: &Isometry3<f64>| forward(p).y.atan2(forward(p).x).to_degrees();
         let up = nalgebra::Vector3::z();
