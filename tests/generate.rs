@@ -151,3 +151,95 @@ fn generates_every_subtask_readable_scorable_distinct_and_deterministic() -> any
     common::assert_same_files(&a, &b);
     Ok(())
 }
+
+/// One 2 fps scene, short: the depth-sensor test compares two exports of it.
+const TINY_CONFIG: &str = r#"{
+  "scene": { "plan": { "min_rooms": 3, "max_rooms": 3 } },
+  "explore": { "fps": 2.0, "duration_s": [20.0, 40.0] },
+  "current_views": 1,
+  "visual_targets": 0,
+  "semantic_targets": 1,
+  "trajectory_questions": 0,
+  "topdown_questions": 1
+}"#;
+
+fn generate_with_sensor(out: &Path, config: &Path, sensor: &str) -> std::process::Output {
+    run(&[
+        "generate",
+        "--scenes",
+        "1",
+        "--seed",
+        "3",
+        "--out",
+        out.to_str().unwrap_or_default(),
+        "--config",
+        config.to_str().unwrap_or_default(),
+        "--depth-sensor",
+        sensor,
+        "--primitives",
+    ])
+}
+
+#[test]
+fn the_depth_stream_goes_through_the_sensor_model_and_nothing_else_changes() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("tiny.json");
+    std::fs::write(&config, TINY_CONFIG)?;
+    let (kinect, perfect) = (dir.path().join("kinect"), dir.path().join("perfect"));
+    for (out, sensor) in [(&kinect, "kinect"), (&perfect, "perfect")] {
+        let output = generate_with_sensor(out, &config, sensor);
+        assert!(output.status.success(), "{}", common::stderr(&output));
+    }
+    // Everything but the export's depth images (and the manifest, which records the sensor) is identical.
+    let is_depth = |name: &str| name.contains("/depth/") || name.ends_with("manifest.json");
+    let (fk, fp) = (common::files(&kinect), common::files(&perfect));
+    let others =
+        |f: &[(String, Vec<u8>)]| f.iter().filter(|(n, _)| !is_depth(n)).cloned().collect::<Vec<_>>();
+    let (ok, op) = (others(&fk), others(&fp));
+    assert_eq!(ok.len(), op.len());
+    for (a, b) in ok.iter().zip(&op) {
+        assert!(a == b, "{} differs between the kinect and perfect exports", a.0);
+    }
+    let manifest = std::fs::read_to_string(kinect.join("manifest.json"))?;
+    assert!(manifest.contains(r#""depth_sensor": "kinect""#), "the manifest records the sensor");
+
+    // The Kinect profile: nothing nearer than 0.5 m or farther than 5 m, some pixels missing, and the rest
+    // near the exact depth one pixel to the left (the misregistration), within a few σ(z) plus a step.
+    let sequence = |root: &Path| gst_io::tum::TumSequence::open(&root.join("bench/tum/scene_000"), None);
+    let (noisy, exact) = (sequence(&kinect)?, sequence(&perfect)?);
+    assert_eq!(noisy.len(), exact.len());
+    let (mut valid, mut missing, mut large_error) = (0usize, 0usize, 0usize);
+    for k in (0..noisy.len()).step_by(7) {
+        let (n, e) = (noisy.frame(k)?, exact.frame(k)?);
+        assert_eq!(n.rgb, e.rgb, "colour is never touched");
+        for y in 0..n.depth.height() {
+            for x in 1..n.depth.width() {
+                let z = f64::from(*n.depth.get(x, y).unwrap_or(&0.0));
+                let truth = f64::from(*e.depth.get(x - 1, y).unwrap_or(&0.0));
+                if z == 0.0 {
+                    missing += 1;
+                    continue;
+                }
+                valid += 1;
+                // The range applies to the true depth; noise and the disparity step may carry it a little past.
+                assert!((0.45..=5.35).contains(&z), "depth {z} outside the Kinect's range");
+                let sigma = 0.0012 + 0.0019 * truth * truth;
+                if (z - truth).abs() > 5.0 * sigma + 2.85e-3 * truth * truth {
+                    large_error += 1;
+                }
+            }
+        }
+    }
+    assert!(valid > 0 && missing > 0, "{valid} valid, {missing} missing");
+    assert!(large_error * 1000 < valid, "{large_error} of {valid} pixels far from the exact depth");
+
+    // Bad input: an unknown profile and a model file with negative noise fail before anything is written.
+    let unknown = generate_with_sensor(&dir.path().join("unknown"), &config, "kinetic");
+    common::assert_clean_failure(&unknown, &["kinetic", "d435"]);
+    let negative = dir.path().join("negative.json");
+    std::fs::write(&negative, r#"{"axial_sigma_base_m": -0.01}"#)?;
+    let bad = generate_with_sensor(&dir.path().join("bad"), &config, &negative.to_string_lossy());
+    common::assert_clean_failure(&bad, &["negative.json", "axial_sigma_base_m"]);
+    assert!(!dir.path().join("bad").exists() && !dir.path().join("unknown").exists());
+    Ok(())
+}

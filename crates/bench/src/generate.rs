@@ -36,6 +36,7 @@ use gst_sim::annotate::{AnnotationBuilder, Bbox2, InstanceAnnotation, TargetFilt
 use gst_sim::explore::{ExploreConfig, explore, sub_trajectories};
 use gst_sim::geometry::build_render_scene;
 use gst_sim::library::FurnitureLibrary;
+use gst_sim::noise::DepthSensor;
 use gst_sim::plan::PlanConfig;
 use gst_sim::render::{Frame, RenderOptions, render, render_into};
 use gst_sim::scene::{Scene, SceneConfig, generate_scene};
@@ -54,6 +55,9 @@ pub const DEPTH_SCALE: f64 = 5000.0;
 /// Red of the target box in `_visual` videos, and its line width.
 pub const MARK_RED: [u8; 3] = [255, 0, 0];
 pub const MARK_THICKNESS_PX: u32 = 3;
+/// Mixed into a scene's seed for the depth sensor's own random stream, so that the sensor model draws
+/// nothing from the stream that builds the scene and its questions.
+const DEPTH_SENSOR_SALT: u64 = 0xD3E7_5E45_0A11_0001;
 
 /// Settings of the benchmark builder. Defaults give GST-Bench-like scenes: 1–4 minute explorations at
 /// 10 fps, about 50 questions a scene.
@@ -83,6 +87,10 @@ pub struct GenerateConfig {
     pub min_option_frechet_m: f64,
     /// Largest IoU between the truth's binary top-down and a TDS-Hard distractor.
     pub max_distractor_iou: f64,
+    /// The depth sensor of the TUM export (the RGB-D track's depth stream): a profile name (`kinect`,
+    /// `d435`, `perfect`) or a full `DepthNoise` model. Default `kinect`. Only the export's depth goes
+    /// through it; videos, images and every other file are the same for every sensor.
+    pub depth_sensor: DepthSensor,
 }
 
 impl Default for GenerateConfig {
@@ -101,6 +109,7 @@ impl Default for GenerateConfig {
             local_clip_s: 4.0,
             min_option_frechet_m: 1.0,
             max_distractor_iou: 0.9,
+            depth_sensor: DepthSensor::default(),
         }
     }
 }
@@ -315,10 +324,20 @@ pub fn build_scene(
     let mut annotations = AnnotationBuilder::new(&scene);
     let mut boxes_per_frame: Vec<BTreeMap<u16, (Bbox2, u32)>> = Vec::with_capacity(trajectory.len());
     let mut frame = Frame::empty(camera.width, camera.height, options.background);
+    let sensor = config.depth_sensor.model();
+    let mut sensor_rng = ChaCha8Rng::seed_from_u64(scene_seed(seed ^ DEPTH_SENSOR_SALT, 0));
     for (k, pose) in trajectory.poses().iter().enumerate() {
         render_into(&render_scene, &camera, &pose.world_from_camera, &options, &mut frame);
         video.write(&frame.rgb)?;
-        tum.add_frame(pose.timestamp_s, &frame.rgb, &frame.depth, Some(&pose.world_from_camera))?;
+        let sensed;
+        let depth = match &sensor {
+            Some(model) => {
+                sensed = model.apply_sensor(&frame.depth, Some(&frame.rgb), camera.fx, &mut sensor_rng)?;
+                &sensed
+            }
+            None => &frame.depth,
+        };
+        tum.add_frame(pose.timestamp_s, &frame.rgb, depth, Some(&pose.world_from_camera))?;
         tum.add_instances(&frame.instances)?;
         annotations.add_frame(k, &frame.instances);
         boxes_per_frame.push(frame_boxes(&frame.instances));

@@ -32,7 +32,7 @@ use gst_core::{Calibration, RgbdFrame};
 use gst_io::tum::TUM_DEFAULT_DEPTH_SCALE;
 use gst_io::{FrameSource, IoError, SourceKind, TumSequence, read_depth_png, read_trajectory_tum};
 use gst_sim::explore::ExploreConfig;
-use gst_sim::noise::DepthNoise;
+use gst_sim::noise::{DepthNoise, DepthSensor, SensorProfile};
 use gst_slam::metrics::{EvaluationOptions, TrajectoryEvaluation, evaluate};
 use gst_slam::{Slam, SlamConfig, SlamStats, run_pipelined};
 
@@ -352,6 +352,8 @@ fn generate_config(args: &SlamBenchArgs) -> Result<GenerateConfig> {
         // Only the exploration's TUM export is used: skip the marked videos of the questions.
         visual_targets: 0,
         trajectory_questions: 0,
+        // The bench adds its own noise to exact depth (`--noise`), so the export must be exact.
+        depth_sensor: DepthSensor::Profile(SensorProfile::Perfect),
         ..GenerateConfig::default()
     };
     config.scene.validate().context("invalid scene settings")?;

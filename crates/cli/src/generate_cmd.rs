@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use gst_bench::generate::{GenerateConfig, Manifest, run_job, scene_jobs, write_manifest};
 use gst_sim::library::FurnitureLibrary;
+use gst_sim::noise::DepthSensor;
 
 use crate::progress;
 use crate::scene_cmd::FurnitureArgs;
@@ -29,6 +30,11 @@ pub struct GenerateArgs {
     /// Builder settings as JSON (a `GenerateConfig`; missing fields take their defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Depth sensor of the TUM export (the RGB-D track's depth): `kinect` (default), `d435`, `perfect`
+    /// (the renderer's exact depth, an oracle) or a JSON file of a noise model; overrides the config's
+    /// `depth_sensor`. See docs/protocol.md.
+    #[arg(long, value_name = "PROFILE|FILE")]
+    pub depth_sensor: Option<String>,
     #[command(flatten)]
     pub furniture: FurnitureArgs,
 }
@@ -51,6 +57,7 @@ pub fn generate(
     library: &FurnitureLibrary,
 ) -> Result<Manifest> {
     config.scene.validate().context("invalid scene settings")?;
+    config.depth_sensor.validate().context("invalid depth sensor")?;
     let jobs = scene_jobs(scenes, train_scenes, seed);
     let bar = progress::bar(jobs.len() as u64, "scenes");
     let failures = Mutex::new(Vec::new());
@@ -82,10 +89,13 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     if args.scenes + args.train_scenes == 0 {
         bail!("nothing to generate: --scenes and --train-scenes are both 0");
     }
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => read_config(path)?,
         None => GenerateConfig::default(),
     };
+    if let Some(sensor) = &args.depth_sensor {
+        config.depth_sensor = DepthSensor::from_name_or_file(sensor).context("--depth-sensor")?;
+    }
     let library = args.furniture.library()?;
     let manifest = generate(&args.out, args.scenes, args.train_scenes, args.seed, &config, &library)?;
     #[allow(clippy::print_stdout)] // the command's report
