@@ -12,6 +12,7 @@ use gst_io::gst::QuestionFile;
 
 pub mod drawings;
 pub mod eval;
+pub mod frames;
 pub mod geometry;
 pub mod map_answerer;
 pub mod random;

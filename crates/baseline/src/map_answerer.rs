@@ -242,7 +242,7 @@ impl MapAnswerer {
             self.config.poses,
             &self.config.slam,
         )?;
-        let sequence = TumSequence::open(&tum_dir(context.split_dir, scene), None)?;
+        let sequence = TumSequence::open(slam.sequence_dir(), None)?;
         let frame_poses = poses_per_frame(&sequence, &slam.trajectory);
         let suffix = match (self.config.poses, self.config.perception) {
             (PoseSource::Slam, ObjectPerception::Marked) => "",
@@ -304,7 +304,9 @@ impl MapAnswerer {
         let mut perception: Box<dyn Perception> = match self.config.perception {
             ObjectPerception::Oracle => {
                 let annotations = split_dir.join("scenes").join(scene).join("annotations.json");
-                Box::new(OraclePerception::open(sequence.dir(), &annotations).map_err(map_error)?)
+                // ORACLE: the generator's instance masks, in the export beside the video.
+                let export = tum_dir(split_dir, scene);
+                Box::new(OraclePerception::open(&export, &annotations).map_err(map_error)?)
             }
             ObjectPerception::Marked => Box::new(NoPerception),
         };

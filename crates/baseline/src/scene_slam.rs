@@ -1,11 +1,12 @@
 //! The SLAM side of a scene's memory: the map and trajectory of its exploration, built once per scene and
 //! cached on disk, and relocalisation of images in it.
 //!
-//! The exploration video of a generated episode has no depth; its frames come with depth in the TUM RGB-D
-//! export the generator writes beside it (`<split>/tum/<scene>/`: rgb, depth, calibration). SLAM runs on
-//! that export, reading frames, depth and calibration only. `PoseSource::OracleGroundTruth` (the
-//! `map-oracle-poses` baseline, an upper bound) also reads its `groundtruth.txt`: the SLAM map is moved onto
-//! the true trajectory by the ATE alignment and the true poses replace the estimate.
+//! SLAM runs on the exploration as the RGB-D track gives it (`docs/protocol.md`): colour frames decoded from
+//! the question's video and the depth stream of the TUM export beside it (`<split>/tum/<scene>/`: the
+//! sensor-model depth and the intrinsics), paired by `crate::frames` into a sequence in the evaluation's
+//! cache. `PoseSource::OracleGroundTruth` (the `map-oracle-poses` baseline, an upper bound) also reads the
+//! export's `groundtruth.txt`: the SLAM map is moved onto the true trajectory by the ATE alignment and the
+//! true poses replace the estimate.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,7 +42,8 @@ pub struct SceneSlam {
     places: std::sync::OnceLock<PlaceIndex>,
     /// What relocalisation looks the map up by (built on first use, shared by every relocaliser).
     lookup: std::sync::OnceLock<Arc<MapLookup>>,
-    /// The TUM export the map was built from (the place index reads its keyframes' colour frames).
+    /// The sequence the map was built from (decoded video frames with the depth stream; the place index
+    /// reads its keyframes' colour frames).
     sequence_dir: PathBuf,
 }
 
@@ -51,8 +53,8 @@ pub fn tum_dir(split_dir: &Path, scene: &str) -> PathBuf {
 }
 
 impl SceneSlam {
-    /// Loads the scene's SLAM outputs from `cache_dir/slam/<scene>/`, or runs SLAM on the scene's TUM export
-    /// and writes them there first.
+    /// Loads the scene's SLAM outputs from `cache_dir/slam/<scene>/`, or runs SLAM on the scene's exploration
+    /// (video frames with the export's depth, `crate::frames`) and writes them there first.
     pub fn load_or_build(
         split_dir: &Path,
         scene: &str,
@@ -60,20 +62,21 @@ impl SceneSlam {
         poses: PoseSource,
         config: &SlamConfig,
     ) -> Result<Self, BaselineError> {
-        let sequence = tum_dir(split_dir, scene);
+        let export = tum_dir(split_dir, scene);
+        if !export.join("depth.txt").is_file() {
+            return Err(BaselineError::file(
+                &export,
+                "no depth stream of the exploration here (depth.txt missing): the map baseline is an RGB-D \
+                 track answerer and needs the depth that `gst generate` exports beside the video",
+            ));
+        }
+        let sequence = crate::frames::exploration_sequence(split_dir, scene, &export, cache_dir)?;
         let dir = cache_dir.join("slam").join(scene);
         let map_path = dir.join(MAP_FILE);
         let trajectory_path = dir.join("trajectory.tum");
         let (map, trajectory) = if map_path.is_file() && trajectory_path.is_file() {
             (SlamMap::load(&map_path)?, gst_io::read_trajectory_tum(&trajectory_path)?)
         } else {
-            if !sequence.join("rgb.txt").is_file() {
-                return Err(BaselineError::file(
-                    &sequence,
-                    "no TUM RGB-D export of the exploration here (rgb.txt missing): the map baseline needs the \
-                     depth that `gst generate` exports beside the video",
-                ));
-            }
             let mut source = gst_io::open_source(&sequence, None)?;
             let output = run_slam(source.as_mut(), config, &mut |_| {})?;
             gst_slam::output::write_outputs(&dir, &output)?;
@@ -95,14 +98,15 @@ impl SceneSlam {
             sequence_dir: sequence.clone(),
         };
         if poses == PoseSource::OracleGroundTruth {
-            let groundtruth = gst_io::TumSequence::open(&sequence, None)?
-                .groundtruth()
-                .cloned()
-                .ok_or_else(|| BaselineError::file(&sequence, "oracle poses need groundtruth.txt"))?;
+            let truth_path = export.join("groundtruth.txt");
+            if !truth_path.is_file() {
+                return Err(BaselineError::file(&export, "oracle poses need groundtruth.txt"));
+            }
+            let groundtruth = gst_io::read_trajectory_tum(&truth_path)?;
             let evaluation = evaluate(&groundtruth, &slam.trajectory, &EvaluationOptions::default())?;
             let alignment = evaluation
                 .alignment
-                .ok_or_else(|| BaselineError::file(&sequence, "the SLAM trajectory could not be aligned"))?;
+                .ok_or_else(|| BaselineError::file(&export, "the SLAM trajectory could not be aligned"))?;
             let rotation =
                 UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(alignment.rotation));
             let truth_from_estimate =
@@ -135,7 +139,7 @@ impl SceneSlam {
         Ok(Relocalizer::with_lookup(&self.map, &self.config, lookup)?)
     }
 
-    /// The TUM export the map was built from.
+    /// The sequence the map was built from (decoded video frames with the depth stream).
     pub fn sequence_dir(&self) -> &Path {
         &self.sequence_dir
     }
