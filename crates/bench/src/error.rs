@@ -18,6 +18,12 @@ pub enum BenchError {
     #[error("question uid {uid:?} appears twice among the questions to score")]
     DuplicateQuestion { uid: String },
 
+    #[error("question {uid:?}: {message}")]
+    Export { uid: String, message: String },
+
+    #[error("export {path}: {message}")]
+    ExportOut { path: PathBuf, message: String },
+
     #[error(transparent)]
     Sim(#[from] gst_sim::SimError),
 

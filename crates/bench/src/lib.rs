@@ -10,6 +10,7 @@
 
 pub mod draw;
 pub mod error;
+pub mod export;
 pub mod extract;
 pub mod generate;
 pub mod metrics;
