@@ -13,6 +13,7 @@ pub mod error;
 pub mod export;
 pub mod extract;
 pub mod generate;
+pub mod import;
 pub mod metrics;
 pub mod overlap;
 pub mod score;
