@@ -15,8 +15,19 @@ pub enum BenchError {
     #[error("predictions file {path}, line {line}: uid {uid:?} was already predicted on line {first_line}")]
     DuplicatePrediction { path: PathBuf, line: usize, first_line: usize, uid: String },
 
+    #[error(
+        "predictions {path}: question {uid:?} has no prediction ({missing} questions have none; a harness run must cover the split)"
+    )]
+    MissingPrediction { path: PathBuf, uid: String, missing: usize },
+
     #[error("question uid {uid:?} appears twice among the questions to score")]
     DuplicateQuestion { uid: String },
+
+    #[error("question {uid:?}: {message}")]
+    Export { uid: String, message: String },
+
+    #[error("export {path}: {message}")]
+    ExportOut { path: PathBuf, message: String },
 
     #[error(transparent)]
     Sim(#[from] gst_sim::SimError),

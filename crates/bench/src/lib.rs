@@ -10,8 +10,10 @@
 
 pub mod draw;
 pub mod error;
+pub mod export;
 pub mod extract;
 pub mod generate;
+pub mod import;
 pub mod metrics;
 pub mod overlap;
 pub mod score;

@@ -13,6 +13,7 @@ mod bench_slam;
 mod demo_cmd;
 mod demo_viz;
 mod eval_cmd;
+mod export_cmd;
 mod generate_cmd;
 mod map_cmd;
 mod map_eval_cmd;
@@ -55,6 +56,8 @@ enum Command {
     Generate(generate_cmd::GenerateArgs),
     /// Score predictions (JSON lines of uid and raw model output) on a benchmark split: the paper's table.
     Score(score_cmd::ScoreArgs),
+    /// Export a benchmark split for other harnesses: an lmms-eval task folder or a Hugging Face dataset.
+    Export(export_cmd::ExportArgs),
     /// Trajectory error of an estimate against ground truth (TUM files): ATE and RPE as evo computes them.
     TrajEval(traj_eval_cmd::TrajEvalArgs),
     /// RGB-D SLAM over a recording: trajectory.tum, keyframes.json, map_points.ply.
@@ -97,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Demo(args) => demo_cmd::run(&args),
         Command::Generate(args) => generate_cmd::run(&args),
         Command::Score(args) => score_cmd::run(&args),
+        Command::Export(args) => export_cmd::run(&args),
         Command::TrajEval(args) => traj_eval_cmd::run(&args),
         Command::Slam(args) => slam_cmd::run(&args),
         Command::Eval(args) => eval_cmd::run(&args),

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use gst_bench::{PaperTable, Predictions, ScoreTables, score};
+use gst_bench::import::{check_complete, read_predictions};
+use gst_bench::{PaperTable, ScoreTables, score};
 use gst_io::{QuestionReadOptions, read_bench_questions};
 
 #[derive(Debug, clap::Args)]
@@ -13,7 +14,9 @@ pub struct ScoreArgs {
     /// Benchmark split: a directory with `questions/*.json`, or the question files themselves.
     #[arg(long)]
     pub bench: PathBuf,
-    /// Predictions as JSON lines: `{"uid": "...", "prediction": "<the model's raw output>"}`.
+    /// Predictions: JSON lines `{"uid": "...", "prediction": "<the model's raw output>"}`, an lmms-eval
+    /// samples file (`--log_samples`) or its output folder, or a VLMEvalKit prediction table (`.tsv`).
+    /// A harness's file must cover every question.
     #[arg(long)]
     pub predictions: PathBuf,
     /// Name of our row in the tables.
@@ -30,7 +33,10 @@ pub fn run(args: &ScoreArgs) -> Result<()> {
         .into_iter()
         .map(|file| file.question)
         .collect();
-    let predictions = Predictions::read(&args.predictions)?;
+    let (predictions, format) = read_predictions(&args.predictions)?;
+    if format.is_harness() {
+        check_complete(&questions, &predictions)?;
+    }
     let report = score(&questions, &predictions).with_context(|| {
         format!("scoring {} against {}", args.predictions.display(), args.bench.display())
     })?;
