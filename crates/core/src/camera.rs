@@ -98,6 +98,8 @@ impl PinholeCamera {
                 self.width, self.height
             )));
         }
+        crate::limits::check_image_size(u64::from(self.width), u64::from(self.height))
+            .map_err(|e| CoreError::InvalidCamera(format!("the calibration {e}")))?;
         if !(self.fx.is_finite() && self.fy.is_finite() && self.fx > 0.0 && self.fy > 0.0) {
             return Err(CoreError::InvalidCamera(format!(
                 "focal lengths must be positive, got fx={} fy={}",

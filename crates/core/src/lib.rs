@@ -12,6 +12,7 @@ pub mod frame;
 pub mod gravity;
 pub mod image;
 pub mod instance;
+pub mod limits;
 pub mod pose;
 pub mod question;
 pub mod semantic;

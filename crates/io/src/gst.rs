@@ -28,6 +28,10 @@ pub enum QuestionFileError {
     #[error("question file {path}: its {what} {missing} does not exist")]
     MissingMedia { path: PathBuf, what: String, missing: PathBuf },
 
+    /// A media path that is absolute, or climbs (`..`, a symlink) out of the question's folder.
+    #[error("question file {path}: its {what} path {media:?} {problem}")]
+    OutsideFolder { path: PathBuf, what: String, media: String, problem: String },
+
     #[error("cannot list question directory {dir}: {error}")]
     ListDir { dir: PathBuf, error: std::io::Error },
 
@@ -81,6 +85,7 @@ pub fn read_question(path: &Path, options: QuestionReadOptions) -> Result<Questi
     let raw: RawQuestion = serde_json::from_slice(&bytes).map_err(|error| malformed(path, &error))?;
     let question =
         Question::try_from(raw).map_err(|error| QuestionFileError::Invalid { path: path.into(), error })?;
+    check_media_paths(path, &question)?;
     if options.check_files {
         check_media(path, &question)?;
     }
@@ -93,6 +98,66 @@ fn malformed(path: &Path, error: &serde_json::Error) -> QuestionFileError {
     let suffix = format!(" at line {} column {}", error.line(), error.column());
     let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
     QuestionFileError::Malformed { path: path.into(), line: error.line(), column: error.column(), message }
+}
+
+/// The folder a question's media must stay inside: the question file's directory, or its parent where the
+/// file lies in a `questions/` folder (what `gst generate` writes: `scene/questions/q.json` refers to
+/// `../video.mp4`).
+fn media_root(path: &Path) -> PathBuf {
+    let dir = question_dir(path);
+    if dir.file_name().is_some_and(|name| name == "questions") {
+        return match dir.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.into(),
+            _ => PathBuf::from("."),
+        };
+    }
+    dir.into()
+}
+
+/// Refuses media paths that are absolute or lead out of [`media_root`]: by `..` components, or, where the
+/// file exists, through a symlink.
+fn check_media_paths(path: &Path, question: &Question) -> Result<(), QuestionFileError> {
+    use std::path::Component;
+    let dir = question_dir(path);
+    let root = media_root(path);
+    // How deep the question's directory is below the root (0 or 1).
+    let base_depth = usize::from(root.as_path() != dir);
+    let media = std::iter::once(("video".to_string(), question.copied_video_path.as_str())).chain(
+        question.images.iter().map(|image| (format!("image {}", image.index), image.copied_path.as_str())),
+    );
+    for (what, relative) in media {
+        let refuse = |problem: &str| QuestionFileError::OutsideFolder {
+            path: path.into(),
+            what: what.clone(),
+            media: relative.to_string(),
+            problem: problem.to_string(),
+        };
+        let mut depth = base_depth as isize;
+        for component in Path::new(relative).components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => {
+                    return Err(refuse("is absolute: media paths are relative to the question's folder"));
+                }
+                Component::ParentDir => depth -= 1,
+                Component::CurDir => {}
+                Component::Normal(_) => depth += 1,
+            }
+            if depth < 0 {
+                return Err(refuse(&format!("leads out of the question's folder {}", root.display())));
+            }
+        }
+        let target = dir.join(relative);
+        if let (Ok(real), Ok(real_root)) = (target.canonicalize(), root.canonicalize())
+            && !real.starts_with(&real_root)
+        {
+            return Err(refuse(&format!(
+                "is a link to {}, outside the question's folder {}",
+                real.display(),
+                root.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn check_media(path: &Path, question: &Question) -> Result<(), QuestionFileError> {
@@ -186,6 +251,60 @@ mod tests {
             .collect();
         paths.sort();
         paths
+    }
+
+    /// A sample question file rewritten with `video` as its video path, written to `dir/name`.
+    fn sample_with_video(dir: &Path, name: &str, video: &str) -> PathBuf {
+        let text = std::fs::read_to_string(&samples()[0]).expect("sample");
+        let mut json: serde_json::Value = serde_json::from_str(&text).expect("sample json");
+        json["copied_video_path"] = serde_json::Value::String(video.into());
+        let path = dir.join(name);
+        std::fs::create_dir_all(dir).expect("dir");
+        std::fs::write(&path, json.to_string()).expect("write");
+        path
+    }
+
+    #[test]
+    fn media_paths_out_of_the_question_folder_are_refused() -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        let scene = tmp.path().join("scene");
+        let options = QuestionReadOptions::default();
+        for bad in ["../secret.mp4", "/etc/passwd", "a/../../b.mp4"] {
+            let path = sample_with_video(&scene, "q.json", bad);
+            let error = read_question(&path, options).expect_err(bad).to_string();
+            assert!(error.contains("q.json") && error.contains(bad), "{error}");
+        }
+        // gst generate's layout: scene/questions/q.json refers to ../video.mp4 (inside the scene), but not
+        // to ../../video.mp4.
+        let ours = sample_with_video(&scene.join("questions"), "q.json", "../video.mp4");
+        read_question(&ours, options)?;
+        let out = sample_with_video(&scene.join("questions"), "q.json", "../../video.mp4");
+        assert!(read_question(&out, options).is_err());
+        // A symlink inside the folder pointing out of it.
+        std::fs::write(tmp.path().join("outside.mp4"), b"x")?;
+        std::os::unix::fs::symlink(tmp.path().join("outside.mp4"), scene.join("link.mp4"))?;
+        let linked = sample_with_video(&scene, "q.json", "link.mp4");
+        let error = read_question(&linked, options).expect_err("symlink out").to_string();
+        assert!(error.contains("link") && error.contains("outside"), "{error}");
+        Ok(())
+    }
+
+    #[test]
+    fn deeply_nested_json_fails_fast_with_the_file_named() -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        let path = tmp.path().join("deep.json");
+        std::fs::write(&path, format!("{{\"unknown\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000)))?;
+        let start = std::time::Instant::now();
+        let error = read_question(&path, QuestionReadOptions::default()).expect_err("deep").to_string();
+        // serde_json skips unknown values without recursing, and stops typed values at 128 levels.
+        assert!(error.contains("deep.json"), "{error}");
+        std::fs::write(&path, format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)))?;
+        let error = read_question(&path, QuestionReadOptions::default()).expect_err("deep").to_string();
+        assert!(error.contains("deep.json"), "{error}");
+        let value: Result<serde_json::Value, _> = serde_json::from_str(&"[".repeat(10_000));
+        assert!(value.expect_err("deep value").to_string().contains("recursion limit"));
+        assert!(start.elapsed() < std::time::Duration::from_secs(2), "bounded time: {:?}", start.elapsed());
+        Ok(())
     }
 
     #[test]

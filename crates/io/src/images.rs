@@ -174,7 +174,92 @@ fn read_file(path: &Path) -> Result<Vec<u8>, IoError> {
     if bytes.is_empty() {
         return Err(IoError::Decode { path: path.into(), message: "the file is empty".into() });
     }
+    if let Some((width, height)) = header_size(&bytes) {
+        gst_core::limits::check_image_size(width, height)
+            .map_err(|e| IoError::Decode { path: path.into(), message: format!("its header {e}") })?;
+    }
     Ok(bytes)
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?])))
+}
+
+fn le16(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from(u16::from_le_bytes([*b.get(at)?, *b.get(at + 1)?])))
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?)))
+}
+
+fn le32(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?)))
+}
+
+/// The width and height an image file's header claims, read before any decoder allocates for them: PNG,
+/// JPEG (any start-of-frame marker), BMP, PNM, GIF and WebP. `None` for other formats and headers too short
+/// to tell; OpenCV then applies its own limit (2^30 pixels) to those.
+pub fn header_size(bytes: &[u8]) -> Option<(u64, u64)> {
+    if bytes.starts_with(&PNG_SIGNATURE) {
+        return (bytes.get(12..16)? == b"IHDR").then_some((be32(bytes, 16)?, be32(bytes, 20)?));
+    }
+    if bytes.starts_with(&[0xFF, 0xD8]) {
+        // JPEG: walk the marker segments to the first start-of-frame (SOF0..SOF15 but DHT, JPG, DAC).
+        let mut at = 2;
+        while at + 4 <= bytes.len() {
+            if bytes[at] != 0xFF {
+                return None;
+            }
+            let marker = bytes[at + 1];
+            if marker == 0xFF {
+                at += 1;
+                continue;
+            }
+            if (0xD0..=0xD9).contains(&marker) || marker == 0x01 {
+                at += 2;
+                continue;
+            }
+            let length = be16(bytes, at + 2)? as usize;
+            if (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC) {
+                return Some((be16(bytes, at + 7)?, be16(bytes, at + 5)?));
+            }
+            at += 2 + length;
+        }
+        return None;
+    }
+    if bytes.starts_with(b"BM") {
+        let height = le32(bytes, 22)? as u32 as i32;
+        return Some((le32(bytes, 18)?, u64::from(height.unsigned_abs())));
+    }
+    if bytes.starts_with(b"GIF8") {
+        return Some((le16(bytes, 6)?, le16(bytes, 8)?));
+    }
+    if bytes.starts_with(b"RIFF") && bytes.get(8..12)? == b"WEBP" {
+        return match bytes.get(12..16)? {
+            b"VP8 " => Some((le16(bytes, 26)? & 0x3FFF, le16(bytes, 28)? & 0x3FFF)),
+            b"VP8L" => {
+                let bits = le32(bytes, 21)?;
+                Some(((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1))
+            }
+            b"VP8X" => {
+                let w = le32(bytes, 24)? & 0xFF_FFFF;
+                let h = le32(bytes, 27)? & 0xFF_FFFF;
+                Some((w + 1, h + 1))
+            }
+            _ => None,
+        };
+    }
+    if bytes.len() > 2 && bytes[0] == b'P' && (b'1'..=b'6').contains(&bytes[1]) {
+        // PNM: magic, then width and height as decimal tokens, with '#' comments between.
+        let text = String::from_utf8_lossy(&bytes[2..bytes.len().min(512)]);
+        let mut tokens =
+            text.lines().map(|l| l.split('#').next().unwrap_or("")).flat_map(str::split_whitespace);
+        let width = tokens.next()?.parse().ok()?;
+        let height = tokens.next()?.parse().ok()?;
+        return Some((width, height));
+    }
+    None
 }
 
 /// Reads an image file: through [`decode_png`] where it can, else through OpenCV with `flags`, checking
@@ -387,6 +472,52 @@ mod tests {
         let worst =
             image.data().iter().zip(back.data()).flat_map(|(a, b)| (0..3).map(|c| a[c].abs_diff(b[c]))).max();
         assert!(worst.is_some_and(|d| d <= 24), "lossy but close: worst channel difference {worst:?}");
+        Ok(())
+    }
+
+    /// A PNG whose header claims `width`x`height` (and whose data is a few zero bytes).
+    fn huge_png(width: u32, height: u32, bit_depth: u8, color: u8) -> Vec<u8> {
+        fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+            out.extend((data.len() as u32).to_be_bytes());
+            out.extend(kind);
+            out.extend(data);
+            out.extend([0; 4]); // CRC: never reached, the header is refused first
+        }
+        let mut out = PNG_SIGNATURE.to_vec();
+        let mut ihdr = width.to_be_bytes().to_vec();
+        ihdr.extend(height.to_be_bytes());
+        ihdr.extend([bit_depth, color, 0, 0, 0]);
+        chunk(&mut out, b"IHDR", &ihdr);
+        chunk(&mut out, b"IDAT", &[0; 16]);
+        chunk(&mut out, b"IEND", &[]);
+        out
+    }
+
+    #[test]
+    fn huge_image_headers_are_refused_before_allocation() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let rgb = dir.path().join("huge.png");
+        std::fs::write(&rgb, huge_png(100_000, 100_000, 8, 2))?;
+        let error = read_rgb(&rgb).expect_err("100000x100000").to_string();
+        assert!(error.contains("huge.png") && error.contains("100000x100000"), "{error}");
+        let depth = dir.path().join("huge-depth.png");
+        std::fs::write(&depth, huge_png(100_000, 100_000, 16, 0))?;
+        assert!(read_depth_png(&depth, 5000.0).expect_err("huge").to_string().contains("huge-depth.png"));
+        // A JPEG whose start-of-frame claims 60000x60000 (OpenCV would try to allocate 10 GB).
+        let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0, 0xFF, 0xC0, 0, 11, 8];
+        jpeg.extend(60_000u16.to_be_bytes());
+        jpeg.extend(60_000u16.to_be_bytes());
+        jpeg.extend([1, 1, 0x11, 0]);
+        let path = dir.path().join("huge.jpg");
+        std::fs::write(&path, &jpeg)?;
+        assert_eq!(header_size(&jpeg), Some((60_000, 60_000)));
+        assert!(read_rgb(&path).expect_err("huge jpeg").to_string().contains("60000x60000"));
+        // Real headers are read right.
+        let small = encode_jpeg(&Image::from_vec(48, 32, vec![[9u8, 9, 9]; 48 * 32])?, 90, &path)?;
+        assert_eq!(header_size(&small), Some((48, 32)));
+        assert_eq!(header_size(&huge_png(37, 23, 8, 2)), Some((37, 23)));
+        assert_eq!(header_size(b"P6\n# comment\n640 480\n255\n"), Some((640, 480)));
+        assert_eq!(header_size(b"GIF89a\x80\x02\xe0\x01"), Some((640, 480)));
         Ok(())
     }
 

@@ -366,6 +366,14 @@ impl VideoReader {
         if !(fps.is_finite() && fps > 0.0) {
             return Err(fail(format!("the video has no valid frame rate ({fps})")));
         }
+        // The container's declared frame size, checked before a frame buffer is allocated for it.
+        let declared = |prop| capture.get(prop).map(|v| if v.is_finite() && v > 0.0 { v as u64 } else { 0 });
+        let declared_w = declared(videoio::CAP_PROP_FRAME_WIDTH).map_err(|e| fail(e.to_string()))?;
+        let declared_h = declared(videoio::CAP_PROP_FRAME_HEIGHT).map_err(|e| fail(e.to_string()))?;
+        if declared_w > 0 && declared_h > 0 {
+            gst_core::limits::check_image_size(declared_w, declared_h)
+                .map_err(|e| fail(format!("its header {e}")))?;
+        }
         let Some(first) = read_mat(&mut capture).map_err(|e| fail(e.to_string()))? else {
             return Err(fail("the video has no frames (or its first frame cannot be decoded)".into()));
         };

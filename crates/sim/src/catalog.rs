@@ -441,8 +441,18 @@ fn read_member(
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
         Err(error) => return Err(archive_error(error.to_string())),
     };
+    let limit = gst_core::limits::MAX_MESH_FILE_BYTES;
+    gst_core::limits::check_file_size(file.size(), limit, "catalogue members (models, materials, textures)")
+        .map_err(archive_error)?;
     let mut bytes = Vec::with_capacity(usize::try_from(file.size()).unwrap_or(0).min(1 << 28));
-    file.read_to_end(&mut bytes).map_err(|error| archive_error(error.to_string()))?;
+    // The declared size may lie: never read past the limit either.
+    (&mut file).take(limit + 1).read_to_end(&mut bytes).map_err(|error| archive_error(error.to_string()))?;
+    gst_core::limits::check_file_size(
+        bytes.len() as u64,
+        limit,
+        "catalogue members (models, materials, textures)",
+    )
+    .map_err(archive_error)?;
     Ok(Some(bytes))
 }
 
