@@ -76,8 +76,8 @@ proptest! {
                 .map(|_| ())
                 .map_err(|e| TestCaseError::fail(e.to_string()))
         };
-        for k in 1..truth.len() {
-            add(k - 1, k, EdgeKind::Odometry, noise[k])?;
+        for (k, step_noise) in noise.iter().enumerate().take(truth.len()).skip(1) {
+            add(k - 1, k, EdgeKind::Odometry, *step_noise)?;
         }
         add(0, truth.len() - 1, EdgeKind::Loop, noise[0])?;
         let summary = graph.optimize(&PoseGraphOptions::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
