@@ -188,7 +188,7 @@ impl Bag {
 
     fn add_mcap(&mut self, path: &Path, bytes: Vec<u8>) -> Result<(), IoError> {
         let file = self.files.len();
-        let mut pending: Vec<(usize, u64, Result<Range<usize>, Vec<u8>>)> = Vec::new();
+        let mut pending: Vec<Pending> = Vec::new();
         {
             let base = bytes.as_ptr() as usize;
             let end = base + bytes.len();
@@ -327,6 +327,9 @@ impl Bag {
         Ok(out)
     }
 }
+
+/// A message seen while scanning an MCAP file: topic, log time, and its range of the file or own bytes.
+type Pending = (usize, u64, Result<Range<usize>, Vec<u8>>);
 
 const MCAP_MAGIC: &[u8] = b"\x89MCAP0\r\n";
 const ROS1_MAGIC: &[u8] = b"#ROSBAG V2.0\n";

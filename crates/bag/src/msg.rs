@@ -153,8 +153,9 @@ pub struct TfMessage {
     pub transforms: Vec<TransformStamped>,
 }
 
-/// A decoded message of one of the four kinds.
+/// A decoded message of one of the four kinds (short-lived: decoded per frame, so size is not a concern).
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Message<'a> {
     Image(Image<'a>),
     CompressedImage(CompressedImage<'a>),

@@ -371,7 +371,7 @@ impl BagSource {
             Message::Image(image) => raw_depth(&image).map_err(fail),
             Message::CompressedImage(image) => {
                 compressed_depth(image.format.as_str(), image.data, &describe(path, topic, record.index))
-                    .map_err(|e| fail(e))
+                    .map_err(&fail)
             }
             _ => Err(fail("is not an image".into())),
         }
