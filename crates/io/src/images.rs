@@ -272,17 +272,32 @@ fn read_image<T: Copy>(
     from: impl Fn(&[u8]) -> T,
 ) -> Result<Image<T>, IoError> {
     let bytes = read_file(path)?;
+    decode_image(path, &bytes, wanted, flags, expected_type, from)
+}
+
+/// [`read_image`] on bytes in memory; `path` names them in errors.
+fn decode_image<T: Copy>(
+    path: &Path,
+    bytes: &[u8],
+    wanted: Wanted,
+    flags: i32,
+    expected_type: i32,
+    from: impl Fn(&[u8]) -> T,
+) -> Result<Image<T>, IoError> {
+    if bytes.is_empty() {
+        return Err(IoError::Decode { path: path.into(), message: "the image data is empty".into() });
+    }
     let bytes_per_pixel = match wanted {
         Wanted::Rgb8 => 3,
         Wanted::Gray8 => 1,
         Wanted::Gray16 => 2,
     };
-    if let Some((raw, width, height)) = decode_png(&bytes, wanted) {
+    if let Some((raw, width, height)) = decode_png(bytes, wanted) {
         let data: Vec<T> = raw.chunks_exact(bytes_per_pixel).map(&from).collect();
         return Image::from_vec(width, height, data)
             .map_err(|e| IoError::Decode { path: path.into(), message: e.to_string() });
     }
-    let mat = decode_with_opencv(path, &bytes, flags)?;
+    let mat = decode_with_opencv(path, bytes, flags)?;
     // OpenCV's colour comes as BGR.
     if wanted == Wanted::Rgb8 {
         return pixels(path, &mat, expected_type, bytes_per_pixel, |b| from(&[b[2], b[1], b[0]]));
@@ -333,6 +348,19 @@ pub fn read_depth_png(path: &Path, depth_scale: f64) -> Result<DepthImage, IoErr
     let scale = depth_scale as f32;
     read_image(path, Wanted::Gray16, imgcodecs::IMREAD_UNCHANGED, CV_16UC1, |b| {
         f32::from(u16::from_ne_bytes([b[0], b[1]])) / scale
+    })
+}
+
+/// Decodes an encoded colour image in memory (PNG, JPEG, any format OpenCV reads) as RGB; `what` names
+/// the bytes in errors (a file, or a bag's topic and message).
+pub fn decode_rgb(bytes: &[u8], what: &Path) -> Result<RgbImage, IoError> {
+    decode_image(what, bytes, Wanted::Rgb8, imgcodecs::IMREAD_COLOR, CV_8UC3, |b| [b[0], b[1], b[2]])
+}
+
+/// Decodes an encoded 16-bit grey image in memory (a 16-bit PNG) as its raw samples.
+pub fn decode_gray16(bytes: &[u8], what: &Path) -> Result<Image<u16>, IoError> {
+    decode_image(what, bytes, Wanted::Gray16, imgcodecs::IMREAD_UNCHANGED, CV_16UC1, |b| {
+        u16::from_ne_bytes([b[0], b[1]])
     })
 }
 

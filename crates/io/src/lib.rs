@@ -23,8 +23,8 @@ pub use gst::{
     read_question_dir, write_question,
 };
 pub use images::{
-    encode_gray16_png, encode_jpeg, read_depth_png, read_gray, read_instance_png, read_rgb, write_depth_png,
-    write_gray_png, write_instance_png, write_rgb_png,
+    decode_gray16, decode_rgb, encode_gray16_png, encode_jpeg, read_depth_png, read_gray, read_instance_png,
+    read_rgb, write_depth_png, write_gray_png, write_instance_png, write_rgb_png,
 };
 pub use source::{
     DEFAULT_IMAGE_FOLDER_FPS, FrameSource, FrameTiming, ImageFolderSource, SOURCE_CALIBRATION_FILE,

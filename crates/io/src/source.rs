@@ -57,6 +57,8 @@ pub enum SourceKind {
     GeneratedEpisode,
     ImageFolder,
     Video,
+    /// A robot recording: an MCAP file, a rosbag2 folder or a ROS 1 bag (read by the `gst-bag` crate).
+    Bag,
 }
 
 impl std::fmt::Display for SourceKind {
@@ -66,6 +68,7 @@ impl std::fmt::Display for SourceKind {
             Self::GeneratedEpisode => "generated episode",
             Self::ImageFolder => "image folder",
             Self::Video => "video",
+            Self::Bag => "ROS bag",
         })
     }
 }
