@@ -67,7 +67,7 @@ clippy: setup
 
 # setup installed the rerun CLI, so the recording tests must find it (crates/viz/tests/rrd_file.rs).
 unit: setup
-	source $(VENV)/env.sh && GST_REQUIRE_RERUN=1 $(CARGO) test --workspace
+	source $(VENV)/env.sh && GST_REQUIRE_RERUN=1 GST_REQUIRE_ROSBAGS=1 $(CARGO) test --workspace
 
 layers:
 	bash scripts/check-layers.sh
