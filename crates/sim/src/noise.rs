@@ -263,22 +263,17 @@ impl DepthNoise {
     ///   factory-calibrated Kinects ("Joint Depth and Color Camera Calibration with Distortion
     ///   Correction", TPAMI 2012).
     pub fn kinect() -> Self {
+        // Axial noise, 0.2 mm steps, edge dropouts and the luma thresholds are the default model's.
         Self {
-            axial_sigma_base_m: 0.0012,
-            axial_sigma_per_m2: 0.0019,
-            quantisation_m: 1.0 / 5000.0,
-            edge_dropout_probability: 0.5,
-            edge_threshold_m: 0.1,
             max_range_m: 5.0,
             min_range_m: 0.5,
             disparity_step_per_m: 2.85e-3,
             dark_dropout_probability: 0.5,
-            dark_luma_max: 25.0,
             glossy_dropout_probability: 0.5,
-            glossy_luma_min: 250.0,
             oblique_dropout_probability: 0.5,
             oblique_incidence_deg: 75.0,
             registration_offset_px: [1, 0],
+            ..Self::default()
         }
     }
 
@@ -300,17 +295,15 @@ impl DepthNoise {
             axial_sigma_per_m2: 0.0038,
             quantisation_m: 0.001,
             edge_dropout_probability: 0.3,
-            edge_threshold_m: 0.1,
             max_range_m: 10.0,
             min_range_m: 0.3,
             disparity_step_per_m: 0.0015,
             dark_dropout_probability: 0.2,
-            dark_luma_max: 25.0,
             glossy_dropout_probability: 0.5,
-            glossy_luma_min: 250.0,
             oblique_dropout_probability: 0.5,
             oblique_incidence_deg: 75.0,
             registration_offset_px: [1, 0],
+            ..Self::default()
         }
     }
 

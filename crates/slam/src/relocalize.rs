@@ -223,7 +223,7 @@ impl Search {
     /// Keeps a judged hypothesis if it beats the best of its kind: verified ones by confidence (correlation
     /// weighed by inliers up to 50, then correlation), rejected ones by correlation, then inliers, and only
     /// when their check covered enough of the image. Correlation alone would prefer a symmetric room turned
-    /// 180° on a few matches (scene_008/view_02 of the bench: 32 inliers, correlation above 0.73) to the
+    /// 180° on a few matches (one view: 32 inliers, correlation above 0.73) to the
     /// true pose on 153 (0.63).
     fn consider(&mut self, judged: Judged) {
         self.outweigh(&judged);
@@ -371,7 +371,7 @@ fn moved(pose: &Isometry3<f64>, shift: nalgebra::Vector3<f64>) -> Isometry3<f64>
 }
 
 /// A pose the check rejected is still accepted, when nothing passes it, on at least this many inliers with at
-/// least this correlation ([`Search::outweigh`]; scene_008/view_03 of the bench: 170–270 inliers 1 cm from the
+/// least this correlation ([`Search::outweigh`]; one view: 170–270 inliers 1 cm from the
 /// truth, correlation 0.30–0.36).
 const OUTWEIGHING_INLIERS: usize = 150;
 const OUTWEIGHING_NCC: f64 = 0.25;
@@ -424,7 +424,7 @@ const SYNTHESIS_POOL: usize = 3;
 const UPRIGHT_MIN_INLIERS: usize = 10;
 /// Fewest inliers of a pose verified from a caller's deeper hypotheses
 /// ([`Relocalizer::relocalize_outcome_with_deeper`]): on the bench, the 29th layout hypothesis of
-/// scene_019/view_05 gives the truth on 53, and one of scene_011/view_01's a pose 7 m and 169° off on 15.
+/// one view gives the truth on 53, and one of another view's a pose 7 m and 169° off on 15.
 const DEEPER_MIN_INLIERS: usize = 30;
 
 impl<'a> Relocalizer<'a> {
@@ -618,7 +618,7 @@ impl<'a> Relocalizer<'a> {
         }
         // Last resorts, when nothing is verified, corroborated or outweighed: the keyframes further down the
         // descriptor vote. A novel view's own keyframes can rank far down when repeated textures draw the
-        // votes elsewhere (scene_013/view_02 of the bench: ranks 84–116). Then the caller's deeper hypotheses.
+        // votes elsewhere (one view: ranks 84–116). Then the caller's deeper hypotheses.
         if search.empty_handed() {
             for &kf in voted.iter().skip(HYPOTHESES) {
                 if search.accepted.is_some() {
@@ -656,7 +656,7 @@ impl<'a> Relocalizer<'a> {
         // Still nothing: every rejected pose of a match set with many inliers (the last resorts' too) is
         // shifted, then slid along the floor, as a late one is ([`Self::try_late_shifts`]). Sliding them all
         // first would cost every unsettled view its time; the seeds a view's search met first decided which
-        // got slid (scene_006/view_01 of the bench: with a map of slightly different keyframes, its 64-inlier
+        // got slid (one view: with a map of slightly different keyframes, its 64-inlier
         // pose 1.6 m off came from the voted keyframes, not view synthesis, and was never slid).
         if search.empty_handed() {
             self.search_shift_seeds(&features, &thumbnail, &gray, &shift_seeds, true, &mut search);
@@ -739,10 +739,10 @@ impl<'a> Relocalizer<'a> {
     /// distinct places, each turned a quarter either way about the vertical through its camera
     /// ([`turned_about`]) and slid ([`Self::slide`]). The best verified pose on [`DEEPER_MIN_INLIERS`], if
     /// any. Rooms are rectilinear, so a texture matched on the wrong one of two perpendicular walls gives a
-    /// pose turned a quarter (the bench's scene_011/view_01: polka dots on both walls of a corner, rejected
-    /// poses on 53–144 inliers 1.2–2 m off, turned 85–90°; seed 2028's scene_000/view_02, verified 0.24 m
+    /// pose turned a quarter (one view: polka dots on both walls of a corner, rejected
+    /// poses on 53–144 inliers 1.2–2 m off, turned 85–90°; another view, verified 0.24 m
     /// and 12° off on 23 inliers beside rejected poses turned 90° on up to 235). Half turns are not tried: in
-    /// a symmetric room they pass the check (scene_015/view_03: 39 inliers, 4 m off).
+    /// a symmetric room they pass the check (one view: 39 inliers, 4 m off).
     fn turned_slides<'s>(
         &self,
         features: &Features,
@@ -937,7 +937,7 @@ impl<'a> Relocalizer<'a> {
     /// least [`SLIDE_MIN_NCC`]) go through the steps of a
     /// place hypothesis ([`Self::trace_place`]: photometric refinement, guided matching, view synthesis, the
     /// grid of starts) into `search`. A repeated texture the stored descriptors do not copy exactly (no
-    /// texture shift gets votes) still repeats in the image: scene_006/view_01 of the bench, whose view
+    /// texture shift gets votes) still repeats in the image: one view, whose view
     /// synthesis gives 97 inliers 1.6 m from the truth with the heading right, correlates 0.57 at the grid
     /// position nearest the truth, and matching from there verifies the truth on 58 inliers.
     fn slide(
@@ -1109,7 +1109,7 @@ impl<'a> Relocalizer<'a> {
     /// Upright PnP-RANSAC ([`crate::upright`]) on a match set: the camera taken as carried without roll under
     /// the vertical of the map's keyframes, its pitch swept, so that two right matches give a pose. Its best
     /// consensus of at least [`UPRIGHT_MIN_INLIERS`] is refined by guided matching and judged into `search`.
-    /// On the bench, scene_019/view_01's voted match sets hold 10 matches consistent with the truth among
+    /// On the bench, one view's voted match sets hold 10 matches consistent with the truth among
     /// 370–400: the general RANSAC (triples, 15 inliers) never draws them; this one does (26 inliers after
     /// guided matching, 0.03 m off).
     fn try_upright(
