@@ -7,7 +7,18 @@ independent `rosbags` writer, for gst-bag's tests:
   OUT/rosbag2/*.mcap      the same as a plain MCAP file
   OUT/ros1.bag            ROS 1 (Noetic) bag: bgr8 colour, 16UC1 depth (mm), CameraInfo (D K R P), /tf_static
 
-Usage: write_test_bags.py TUM_DIR OUT_DIR
+With --variants, also damaged or unusual rosbag2 folders (MCAP storage) for the bad-input tests:
+
+  OUT/variants/two_colour/      two colour topics (/camera/color/image_raw, /camera2/color/image_raw)
+  OUT/variants/unknown_encoding colour encoding yuv422
+  OUT/variants/depth_size/      depth message 3 is half the colour size
+  OUT/variants/no_info/         no CameraInfo topic
+  OUT/variants/empty_depth/     a depth topic with no messages
+  OUT/variants/empty_colour/    a colour topic with no messages
+  OUT/variants/shuffled/        messages written out of stamp order
+  OUT/variants/duplicate/       colour message 2 written twice (same stamp)
+
+Usage: write_test_bags.py TUM_DIR OUT_DIR [--variants]
 """
 import re
 import sys
@@ -134,6 +145,77 @@ def main():
             msg = Image(header=header, height=height, width=width, encoding="16UC1", is_bigendian=0,
                         step=width * 2, data=mm.reshape(-1).view(np.uint8))
             w.write(c_depth, t, ts1.serialize_ros1(msg, Image.__msgtype__))
+
+    if "--variants" in sys.argv[3:]:
+        variants(out / "variants", frames, width, height, k, d)
+
+
+def variants(out, frames, width, height, k, d):
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    Image, CameraInfo = ts.types["sensor_msgs/msg/Image"], ts.types["sensor_msgs/msg/CameraInfo"]
+    Header, Time = ts.types["std_msgs/msg/Header"], ts.types["builtin_interfaces/msg/Time"]
+    Roi = ts.types["sensor_msgs/msg/RegionOfInterest"]
+    colour_topic, depth_topic = "/camera/color/image_raw", "/camera/aligned_depth_to_color/image_raw"
+
+    def header(sec, nsec):
+        return Header(stamp=Time(sec=sec, nanosec=nsec), frame_id=FRAME)
+
+    def colour_msg(sec, nsec, colour, encoding="rgb8"):
+        return Image(header=header(sec, nsec), height=colour.shape[0], width=colour.shape[1], encoding=encoding,
+                     is_bigendian=0, step=colour.shape[1] * 3, data=colour.reshape(-1))
+
+    def depth_msg(sec, nsec, units):
+        metres = units.astype(np.float32) / np.float32(5000.0)
+        return Image(header=header(sec, nsec), height=metres.shape[0], width=metres.shape[1], encoding="32FC1",
+                     is_bigendian=0, step=metres.shape[1] * 4, data=metres.reshape(-1).view(np.uint8))
+
+    def write(name, colour_topics=(colour_topic,), encoding="rgb8", depth=True, info=True, empty=(),
+              small_depth_at=None, shuffle=False, duplicate_at=None):
+        path = out / name
+        messages = []  # (log time, topic, message, type)
+        (sec, nsec), _, _ = frames[0]
+        if info:
+            msg = CameraInfo(header=header(sec, nsec), height=height, width=width, distortion_model="plumb_bob",
+                             d=np.array(d, dtype=np.float64), k=np.array(k, dtype=np.float64),
+                             r=np.eye(3).flatten(),
+                             p=np.array(k[:3] + [0.0] + k[3:6] + [0.0] + k[6:] + [0.0]), binning_x=0, binning_y=0,
+                             roi=Roi(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False))
+            messages.append((sec * 10**9 + nsec, "/camera/color/camera_info", msg, CameraInfo.__msgtype__))
+        for i, ((sec, nsec), colour, units) in enumerate(frames):
+            t = sec * 10**9 + nsec
+            for topic in colour_topics:
+                if topic not in empty:
+                    messages.append((t, topic, colour_msg(sec, nsec, colour, encoding), Image.__msgtype__))
+                    if i == duplicate_at:
+                        messages.append((t, topic, colour_msg(sec, nsec, colour, encoding), Image.__msgtype__))
+            if depth and depth_topic not in empty:
+                if i == small_depth_at:
+                    units = units[::2, ::2].copy()
+                messages.append((t, depth_topic, depth_msg(sec, nsec, units), Image.__msgtype__))
+        if shuffle:
+            # A fixed permutation: every image message moves, CameraInfo stays first.
+            head, rest = messages[:1], messages[1:]
+            rest = rest[1::2][::-1] + rest[0::2]
+            messages = head + rest
+        with Writer2(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+            connections = {}
+            topics = [("/camera/color/camera_info", CameraInfo.__msgtype__)] if info else []
+            topics += [(t, Image.__msgtype__) for t in colour_topics]
+            if depth:
+                topics.append((depth_topic, Image.__msgtype__))
+            for topic, msgtype in topics:
+                connections[topic] = w.add_connection(topic, msgtype, typestore=ts)
+            for t, topic, msg, msgtype in messages:
+                w.write(connections[topic], t, ts.serialize_cdr(msg, msgtype))
+
+    write("two_colour", colour_topics=(colour_topic, "/camera2/color/image_raw"))
+    write("unknown_encoding", encoding="yuv422")
+    write("depth_size", small_depth_at=3)
+    write("no_info", info=False)
+    write("empty_depth", empty=(depth_topic,))
+    write("empty_colour", empty=(colour_topic,))
+    write("shuffled", shuffle=True)
+    write("duplicate", duplicate_at=2)
 
 
 if __name__ == "__main__":

@@ -189,6 +189,17 @@ impl Bag {
     fn add_mcap(&mut self, path: &Path, bytes: Vec<u8>) -> Result<(), IoError> {
         let file = self.files.len();
         let mut pending: Vec<Pending> = Vec::new();
+        // Channels from the summary first, so that topics without messages are listed too (a damaged file
+        // without a readable summary is reported by the message stream below).
+        if let Ok(Some(summary)) = mcap::Summary::read(&bytes) {
+            let mut channels: Vec<_> = summary.channels.values().collect();
+            channels.sort_by_key(|c| c.id);
+            for channel in channels {
+                let type_name = channel.schema.as_ref().map_or("", |s| s.name.as_str());
+                let wire = if channel.message_encoding == "ros1" { Wire::Ros1 } else { Wire::Cdr };
+                self.topic_index(&channel.topic, type_name, wire);
+            }
+        }
         {
             let base = bytes.as_ptr() as usize;
             let end = base + bytes.len();

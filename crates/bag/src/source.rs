@@ -541,7 +541,14 @@ pub(crate) fn image_roles(bag: &Bag) -> Result<HashMap<usize, ImageRole>, IoErro
 }
 
 fn topic_list(bag: &Bag) -> String {
-    let topics: Vec<String> = bag.topics().iter().map(|t| format!("{} ({})", t.name, t.type_name)).collect();
+    let topics: Vec<String> = bag
+        .topics()
+        .iter()
+        .map(|t| {
+            let plural = if t.count == 1 { "" } else { "s" };
+            format!("{} ({}, {} message{plural})", t.name, t.type_name, t.count)
+        })
+        .collect();
     if topics.is_empty() { "it has no topics".into() } else { format!("its topics: {}", topics.join(", ")) }
 }
 

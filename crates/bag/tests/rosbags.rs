@@ -6,124 +6,13 @@
 //! Without `.venv` (no `make setup`) the tests say so and pass, unless `GST_REQUIRE_ROSBAGS=1` (CI), where
 //! they fail.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 
+use common::*;
 use gst_bag::{BagOptions, BagSource, ExportOptions, Registration, export_mcap};
-use gst_core::{Calibration, DepthImage, Distortion, Image, PinholeCamera, RgbImage};
-use gst_io::{FrameSource, SourceOptions, TumSource, TumWriter};
-
-const WIDTH: u32 = 160;
-const HEIGHT: u32 = 120;
-const FRAMES: usize = 12;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python() -> Option<PathBuf> {
-    let python = workspace().join(".venv/bin/python");
-    if python.is_file() {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("GST_REQUIRE_ROSBAGS").is_none(),
-        "GST_REQUIRE_ROSBAGS is set but {} is missing (run `make setup`)",
-        python.display()
-    );
-    eprintln!("skipped: {} is missing; run `make setup` for the rosbags tests", python.display());
-    None
-}
-
-fn calibration() -> Calibration {
-    let camera = PinholeCamera {
-        width: WIDTH,
-        height: HEIGHT,
-        fx: 120.0,
-        fy: 121.5,
-        cx: 79.5,
-        cy: 59.5,
-        distortion: Distortion { k1: 0.05, k2: -0.01, p1: 0.001, p2: -0.0005, k3: 0.0 },
-    };
-    Calibration { camera, depth_scale: Some(5000.0), camera_name: Some("test".into()) }
-}
-
-/// A textured plane seen by a camera sliding sideways: deterministic, with enough texture to track.
-fn frame(k: usize) -> (RgbImage, DepthImage) {
-    let shift = 2 * k as u32;
-    let texture = |x: u32, y: u32| {
-        let h = (x.wrapping_mul(2654435761) ^ y.wrapping_mul(40503)).wrapping_mul(2246822519);
-        let block = ((x / 6) * 7 + (y / 6) * 13) % 17;
-        (((h >> 24) as u8) / 4).wrapping_add((block * 12) as u8)
-    };
-    let mut rgb = Vec::new();
-    let mut depth = Vec::new();
-    for y in 0..HEIGHT {
-        for x in 0..WIDTH {
-            let v = texture(x + shift, y);
-            rgb.push([v, v.wrapping_mul(3), 255 - v]);
-            let units = 10000 + ((x + shift) * 7 + y * 3) % 500;
-            depth.push(units as f32 / 5000.0);
-        }
-    }
-    (
-        Image::from_vec(WIDTH, HEIGHT, rgb).unwrap_or_else(|_| Image::filled(1, 1, [0; 3])),
-        Image::from_vec(WIDTH, HEIGHT, depth).unwrap_or_else(|_| Image::filled(1, 1, 0.0)),
-    )
-}
-
-fn write_tum(dir: &Path) -> anyhow::Result<()> {
-    let mut writer = TumWriter::create(dir, &calibration())?;
-    for k in 0..FRAMES {
-        let (rgb, depth) = frame(k);
-        writer.add_frame(1_700_000_000.0 + k as f64 / 30.0, &rgb, &depth, None)?;
-    }
-    writer.finish()?;
-    Ok(())
-}
-
-/// The TUM sequence and the bags the Python writer made of it.
-fn fixture() -> anyhow::Result<Option<(tempfile::TempDir, PathBuf, PathBuf)>> {
-    let Some(python) = python() else { return Ok(None) };
-    let dir = tempfile::tempdir()?;
-    let tum = dir.path().join("tum");
-    write_tum(&tum)?;
-    let bags = dir.path().join("bags");
-    let output = Command::new(python)
-        .arg(workspace().join("scripts/write_test_bags.py"))
-        .arg(&tum)
-        .arg(&bags)
-        .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "write_test_bags.py failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(Some((dir, tum, bags)))
-}
-
-fn raw() -> BagOptions {
-    BagOptions { undistort: false, ..BagOptions::default() }
-}
-
-fn frames(source: &mut dyn FrameSource) -> anyhow::Result<Vec<gst_core::RgbdFrame>> {
-    let mut out = Vec::new();
-    while let Some(frame) = source.next_frame()? {
-        out.push(frame);
-    }
-    Ok(out)
-}
-
-fn mcap_file(bags: &Path) -> anyhow::Result<PathBuf> {
-    let dir = bags.join("rosbag2");
-    for entry in std::fs::read_dir(&dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "mcap") {
-            return Ok(path);
-        }
-    }
-    anyhow::bail!("no .mcap in {}", dir.display())
-}
+use gst_io::{FrameSource, SourceOptions, TumSource};
 
 #[test]
 fn rosbag2_folder_and_plain_mcap_give_the_tum_frames_exactly() -> anyhow::Result<()> {
@@ -179,14 +68,29 @@ fn ros1_bag_gives_the_tum_frames_with_millimetre_depth() -> anyhow::Result<()> {
 #[test]
 fn undistortion_from_camera_info_matches_the_yaml_calibration() -> anyhow::Result<()> {
     let Some((_dir, tum, bags)) = fixture()? else { return Ok(()) };
+    assert!(!calibration().camera.distortion.is_zero(), "the fixture's camera must have distortion");
     let mut tum_source = TumSource::open(&tum, &SourceOptions::default())?;
-    let mut bag_source = BagSource::open(&bags.join("rosbag2"), &BagOptions::default())?;
-    assert_eq!(bag_source.calibration().camera, tum_source.calibration().camera);
-    assert!(bag_source.calibration().camera.distortion.is_zero());
-    assert_eq!(
-        frames(&mut bag_source)?.first().map(|f| f.rgb.clone()),
-        frames(&mut tum_source)?.first().map(|f| f.rgb.clone())
-    );
+    let expected = frames(&mut tum_source)?;
+    for path in [bags.join("rosbag2"), bags.join("ros1.bag")] {
+        let mut bag_source = BagSource::open(&path, &BagOptions::default())?;
+        // The same undistorted camera as the YAML file's, and the same undistorted frames.
+        assert_eq!(bag_source.calibration().camera, tum_source.calibration().camera, "{}", path.display());
+        assert!(bag_source.calibration().camera.distortion.is_zero());
+        let got = frames(&mut bag_source)?;
+        assert_eq!(got.len(), expected.len());
+        for (g, e) in got.iter().zip(&expected) {
+            assert_eq!(g.rgb, e.rgb, "{}: frame {}", path.display(), e.index);
+            if path.extension().is_none() {
+                assert_eq!(g.depth, e.depth, "{}: frame {}", path.display(), e.index);
+            }
+        }
+        // And not the raw frames: undistortion did something.
+        let mut raw_source = BagSource::open(&path, &raw())?;
+        assert_ne!(
+            frames(&mut raw_source)?.first().map(|f| f.rgb.clone()),
+            got.first().map(|f| f.rgb.clone())
+        );
+    }
     Ok(())
 }
 

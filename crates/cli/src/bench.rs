@@ -38,6 +38,9 @@ pub enum BenchKind {
     /// The semantic map on generated scenes (SLAM poses, noisy depth): occupancy, rooms, room graph, objects,
     /// marked targets, registration and mapping time against the targets.
     Map(crate::bench_map::MapBenchArgs),
+    /// Bag reading: frame pairs/s of 640x480 rgb8 + 16UC1 from MCAP, and `gst slam`'s wall time on a bag
+    /// against the TUM export of the same frames (`--input`).
+    Bag(crate::bench_bag::BagBenchArgs),
     /// One run of our SLAM for `gst bench slam`, in its own process (peak memory per sequence).
     #[command(hide = true)]
     SlamRun(crate::bench_slam::SlamRunArgs),
@@ -99,6 +102,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchKind::Reloc(args) => crate::bench_reloc::run(args),
         BenchKind::SlamRun(args) => crate::bench_slam::run_child(args),
         BenchKind::Map(args) => crate::bench_map::run(args),
+        BenchKind::Bag(args) => crate::bench_bag::run(args),
     }
 }
 

@@ -5,6 +5,9 @@
 //! trajectory error of each scene, and where the Rerun recording went.
 //!
 //! Every stage is resumable: a second run reuses the generated data, the maps and the predictions.
+//!
+//! `gst demo --input RECORDING` runs on a recording instead (a bag, a TUM directory, an episode): SLAM and
+//! the semantic map into `OUT/map`, recorded to `OUT/demo.rrd`; a recording has no questions to answer.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +44,12 @@ pub struct DemoArgs {
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub furniture: FurnitureArgs,
+    /// Run on this recording instead of generated houses: an `.mcap` file, a rosbag2 folder, a ROS 1
+    /// `.bag`, a TUM RGB-D directory or an episode (SLAM and the semantic map, recorded; no questions).
+    #[arg(long, conflicts_with_all = ["scenes", "seed", "config"])]
+    pub input: Option<PathBuf>,
+    #[command(flatten)]
+    pub topics: crate::input_args::TopicArgs,
 }
 
 /// The demo's benchmark: short explorations (40–60 s at 10 fps) and a few questions of every subtask.
@@ -59,6 +68,12 @@ pub fn demo_config() -> GenerateConfig {
 pub fn run(args: &DemoArgs) -> Result<()> {
     if args.out.as_os_str().is_empty() {
         bail!("--out must not be empty");
+    }
+    if let Some(input) = &args.input {
+        return run_on_recording(args, input);
+    }
+    if !args.topics.choice().is_empty() {
+        bail!("--rgb-topic, --depth-topic and --info-topic need --input");
     }
     if args.scenes == 0 {
         bail!("--scenes must be at least 1");
@@ -96,6 +111,74 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         let rrd = args.rrd.clone().unwrap_or_else(|| args.out.join("demo.rrd"));
         crate::demo_viz::record(&bench, &eval_dir, &rrd, args.spawn)
             .with_context(|| format!("writing the Rerun recording {}", rrd.display()))?;
+        report.push_str(&format!(
+            "Rerun recording: {} (open it with `gst view {}`)\n",
+            rrd.display(),
+            rrd.display()
+        ));
+    }
+    #[allow(clippy::print_stdout)] // the command's report
+    {
+        print!("{report}");
+    }
+    Ok(())
+}
+
+/// `gst demo --input`: SLAM and the semantic map of one recording, recorded like `gst map --rrd`.
+fn run_on_recording(args: &DemoArgs, input: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let rrd = args.rrd.clone().unwrap_or_else(|| args.out.join("demo.rrd"));
+    let recorder = if args.no_rrd {
+        gst_viz::Recorder::off()
+    } else if args.spawn {
+        gst_viz::Recorder::spawn("gst demo")?
+    } else {
+        gst_viz::Recorder::to_file("gst demo", &rrd)
+            .with_context(|| format!("creating the Rerun recording {}", rrd.display()))?
+    };
+    let recorder = recorder.with_images(gst_viz::ImageSettings::compact())?;
+    let recording = crate::map_cmd::Recording { recorder: &recorder, images: true };
+    let map_dir = args.out.join("map");
+    let config = gst_map::MapConfig::default();
+    let run = if gst_bag::is_bag_path(input) {
+        crate::map_cmd::build_bag_map(
+            input,
+            &map_dir,
+            crate::map_cmd::PoseSource::Slam,
+            None,
+            crate::map_cmd::PerceptionKind::None,
+            &args.topics.choice(),
+            &config,
+            &recording,
+        )?
+    } else {
+        if !args.topics.choice().is_empty() {
+            bail!("{}: --rgb-topic, --depth-topic and --info-topic apply to bags only", input.display());
+        }
+        crate::map_cmd::build_map_recorded(
+            input,
+            &map_dir,
+            crate::map_cmd::PoseSource::Slam,
+            None,
+            crate::map_cmd::PerceptionKind::None,
+            None,
+            &config,
+            true,
+            &recording,
+        )?
+    };
+    crate::rrd_args::finish(&recorder)?;
+    let mut report = format!(
+        "{}: {} frames ({} tracked), {} rooms, {} doors; map in {} ({:.0} s)\n",
+        input.display(),
+        run.frames,
+        run.slam_frames,
+        run.rooms,
+        run.doors,
+        map_dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if !args.no_rrd && !args.spawn {
         report.push_str(&format!(
             "Rerun recording: {} (open it with `gst view {}`)\n",
             rrd.display(),

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bag_cmd;
 mod baselines_cmd;
 mod bench;
+mod bench_bag;
 mod bench_map;
 mod bench_reloc;
 mod bench_slam;
@@ -15,6 +17,7 @@ mod demo_viz;
 mod eval_cmd;
 mod export_cmd;
 mod generate_cmd;
+mod input_args;
 mod map_cmd;
 mod map_eval_cmd;
 mod progress;
@@ -72,6 +75,11 @@ enum Command {
     /// Evaluate a map against a generated scene's ground truth: occupancy IoU, room MCC and F1, room-graph
     /// edge F1, object centroid error, registration error.
     MapEval(map_eval_cmd::MapEvalArgs),
+    /// Robot recordings: `gst bag info FILE` lists a bag's topics and the pairing a run would use.
+    Bag(bag_cmd::BagArgs),
+    /// Write a recording (a generated episode, a TUM directory) as a ROS 2 MCAP bag that ROS tools,
+    /// Foxglove and rosbags read.
+    ExportBag(bag_cmd::ExportBagArgs),
     /// Open a Rerun recording (written with `--rrd`) in the viewer.
     View(view_cmd::ViewArgs),
     /// Learn the map baseline's object classifier from GST-Train scenes (models/objects.json).
@@ -108,6 +116,8 @@ pub fn main() -> ExitCode {
         Command::Map(args) => map_cmd::run(&args),
         Command::MapEval(args) => map_eval_cmd::run(&args),
         Command::View(args) => view_cmd::run(&args),
+        Command::Bag(args) => bag_cmd::run(&args),
+        Command::ExportBag(args) => bag_cmd::run_export(&args),
         Command::TrainObjects(args) => train_objects_cmd::run(&args),
     };
     match result {

@@ -41,9 +41,12 @@ pub enum PerceptionKind {
 
 #[derive(Debug, clap::Args)]
 pub struct MapArgs {
-    /// A TUM RGB-D directory or a `gst generate` episode (`DIR/<split>/tum/<scene>`).
+    /// A TUM RGB-D directory, a `gst generate` episode (`DIR/<split>/tum/<scene>`), or a robot recording
+    /// with depth: an `.mcap` file, a rosbag2 folder, a ROS 1 `.bag`.
     #[arg(long)]
     pub input: PathBuf,
+    #[command(flatten)]
+    pub topics: crate::input_args::TopicArgs,
     /// Output directory.
     #[arg(long)]
     pub out: PathBuf,
@@ -104,17 +107,34 @@ pub(crate) fn read_config(path: Option<&Path>) -> Result<MapConfig> {
 pub fn run(args: &MapArgs) -> Result<()> {
     let config = read_config(args.config.as_deref())?;
     let recorder = args.rrd.recorder()?;
-    let report = build_map_recorded(
-        &args.input,
-        &args.out,
-        args.poses,
-        args.trajectory.as_deref(),
-        args.perception,
-        args.annotations.as_deref(),
-        &config,
-        true,
-        &Recording { recorder: &recorder, images: args.rrd.records_images() },
-    )?;
+    let recording = Recording { recorder: &recorder, images: args.rrd.records_images() };
+    let report = if gst_bag::is_bag_path(&args.input) {
+        build_bag_map(
+            &args.input,
+            &args.out,
+            args.poses,
+            args.trajectory.as_deref(),
+            args.perception,
+            &args.topics.choice(),
+            &config,
+            &recording,
+        )?
+    } else {
+        if !args.topics.choice().is_empty() {
+            bail!("{}: --rgb-topic, --depth-topic and --info-topic apply to bags only", args.input.display());
+        }
+        build_map_recorded(
+            &args.input,
+            &args.out,
+            args.poses,
+            args.trajectory.as_deref(),
+            args.perception,
+            args.annotations.as_deref(),
+            &config,
+            true,
+            &recording,
+        )?
+    };
     crate::rrd_args::finish(&recorder)?;
     eprintln!(
         "{} frames: {} rooms, {} doors, {} objects; mapping {:.2} ms/frame, SLAM {:.2} ms/frame ({:.0}% added)",
@@ -322,6 +342,132 @@ pub fn build_map_recorded(
         slam_wall_ms_per_frame: slam_wall_ms,
         map_ms_per_frame: 1e3 * map.stats.integrate_seconds / frames.max(1) as f64,
         perception_ms_per_frame: 1e3 * perception_seconds / frames.max(1) as f64,
+        finish_seconds: map.stats.finish_seconds,
+        rooms: map.rooms.len(),
+        doors: map.doors.len(),
+        objects: map.objects.len(),
+    };
+    gst_io::write_json(&out.join("run.json"), &run)?;
+    Ok(run)
+}
+
+/// The map of a bag (`.mcap`, rosbag2 folder, ROS 1 `.bag`): SLAM over the bag's frames (or the poses of
+/// `trajectory_file`), then a second pass over the same frames with those poses, matched by timestamp. A
+/// bag has no ground truth and no instance masks, so `--poses groundtruth` and oracle perception are refused.
+#[allow(clippy::too_many_arguments)]
+pub fn build_bag_map(
+    input: &Path,
+    out: &Path,
+    poses: PoseSource,
+    trajectory_file: Option<&Path>,
+    perception: PerceptionKind,
+    topics: &gst_bag::TopicChoice,
+    config: &MapConfig,
+    recording: &Recording<'_>,
+) -> Result<MapRun> {
+    config.validate()?;
+    if poses == PoseSource::Groundtruth && trajectory_file.is_none() {
+        bail!("{}: a bag has no ground-truth poses; use --poses slam or --trajectory FILE", input.display());
+    }
+    if perception == PerceptionKind::Oracle {
+        bail!(
+            "{}: oracle perception needs a generated episode's instance masks, which a bag has not",
+            input.display()
+        );
+    }
+    let recorder = recording.recorder;
+    let mut errors = RecordingErrors::default();
+    let options = SourceOptions::default();
+    let (trajectory, slam_ms, slam_wall_ms, slam_frames) = match trajectory_file {
+        Some(path) => {
+            let trajectory = read_trajectory_tum(path)?;
+            let frames = trajectory.len();
+            (trajectory, 0.0, 0.0, frames)
+        }
+        None => {
+            let mut source = gst_bag::open_source(input, &options, topics)?;
+            gst_bag::require_depth(source.as_ref(), "gst map")?;
+            let bar = crate::progress::bar(source.len().unwrap_or(0) as u64, "slam");
+            let output = gst_slam::run_slam(source.as_mut(), &SlamConfig::default(), &mut |_| bar.inc(1))
+                .with_context(|| format!("SLAM on {}", input.display()))?;
+            bar.finish_and_clear();
+            errors.check(recorder.log_map_points(output.map_points.iter().map(|p| p.position)));
+            let frames = output.stats.frames.max(1) as f64;
+            (
+                output.trajectory,
+                1e3 * output.stats.tracking_seconds / frames,
+                1e3 * output.stats.wall_seconds / frames,
+                output.stats.frames,
+            )
+        }
+    };
+    let mut source = gst_bag::open_source(input, &options, topics)?;
+    gst_bag::require_depth(source.as_ref(), "gst map")?;
+    let camera = source.calibration().camera;
+    let known: Vec<Pose3> = trajectory.poses().iter().map(|p| p.world_from_camera).collect();
+    if known.is_empty() {
+        tracing::warn!("{}: no frame has a pose; the map will be empty", input.display());
+    }
+    let map_from_world = gravity_alignment(&known);
+    if recorder.is_on() {
+        errors.check(recorder.log_trajectory(TrajectoryKind::Estimate, &trajectory));
+        errors.check(recorder.log_world_from_slam(&map_from_world));
+        errors.check(recorder.log_camera_model(&camera));
+    }
+    let stamps: Vec<f64> = trajectory.poses().iter().map(|p| p.timestamp_s).collect();
+    let pose_at = |timestamp_s: f64| {
+        let k = stamps.partition_point(|t| *t < timestamp_s - 1e-4);
+        trajectory
+            .poses()
+            .get(k)
+            .filter(|p| (p.timestamp_s - timestamp_s).abs() < 1e-3)
+            .map(|p| p.world_from_camera)
+    };
+    let mut builder = MapBuilder::new(config.clone(), camera, map_from_world)?;
+    let bar = crate::progress::bar(source.len().unwrap_or(0) as u64, "map");
+    let stride = config.frame_stride.max(1);
+    let mut frames = 0usize;
+    while let Some(frame) = source.next_frame()? {
+        bar.inc(1);
+        frames += 1;
+        let Some(pose) = pose_at(frame.timestamp_s) else { continue };
+        if frame.index % stride != 0 {
+            continue;
+        }
+        builder.add_frame(&PosedFrame {
+            index: frame.index,
+            timestamp_s: frame.timestamp_s,
+            world_from_camera: pose,
+            depth: frame.depth.as_ref(),
+            rgb: Some(&frame.rgb),
+            observations: &[],
+        })?;
+        if recorder.is_on() {
+            let time = FrameTime::new(frame.index, frame.timestamp_s);
+            errors.check(recorder.log_camera_pose(&time, &pose));
+            if recording.images {
+                errors.check(recorder.log_rgb(&time, &frame.rgb));
+                if let Some(depth) = &frame.depth {
+                    errors.check(recorder.log_depth(&time, depth));
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let map = builder.finish();
+    errors.check(recorder.log_semantic_map(&map, None));
+    write_outputs(out, &map, &trajectory)?;
+    let run = MapRun {
+        input: input.into(),
+        poses,
+        trajectory_file: trajectory_file.map(Path::to_path_buf),
+        perception,
+        frames,
+        slam_frames,
+        slam_ms_per_frame: slam_ms,
+        slam_wall_ms_per_frame: slam_wall_ms,
+        map_ms_per_frame: 1e3 * map.stats.integrate_seconds / frames.max(1) as f64,
+        perception_ms_per_frame: 0.0,
         finish_seconds: map.stats.finish_seconds,
         rooms: map.rooms.len(),
         doors: map.doors.len(),

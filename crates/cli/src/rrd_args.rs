@@ -1,4 +1,4 @@
-//! `--rrd FILE` / `--spawn`: the Rerun options shared by the commands that can record a run, and a frame
+//! `--rrd FILE` / `--spawn` / `--connect [ADDR]`: the Rerun options shared by the commands that can record a run, and a frame
 //! source wrapper that records every frame as it is read.
 
 use std::path::{Path, PathBuf};
@@ -26,11 +26,16 @@ pub enum RrdImages {
 #[derive(Clone, Debug, clap::Args)]
 pub struct RrdArgs {
     /// Record the run into a Rerun recording (.rrd) to open later with `gst view FILE`.
-    #[arg(long, value_name = "FILE", conflicts_with = "spawn")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["spawn", "connect"])]
     pub rrd: Option<PathBuf>,
     /// Stream the run to a Rerun viewer started from $GST_VENV/bin, .venv/bin or PATH.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "connect")]
     pub spawn: bool,
+    /// Stream the run, while it runs, to a Rerun viewer that is already running (start one with `rerun`):
+    /// HOST:PORT or rerun+http://HOST:PORT/proxy, default 127.0.0.1:9876. Fails at once when nothing
+    /// listens there.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = gst_viz::DEFAULT_CONNECT_ADDR)]
+    pub connect: Option<String>,
     /// How frame images are recorded.
     #[arg(long, value_enum, default_value = "compact")]
     pub rrd_images: RrdImages,
@@ -53,13 +58,17 @@ impl RrdArgs {
         ImageSettings { downscale: self.rrd_downscale, ..base }
     }
 
-    /// The recorder these options ask for: off without `--rrd`/`--spawn`.
+    /// The recorder these options ask for: off without `--rrd`/`--spawn`/`--connect`.
     pub fn recorder(&self) -> Result<Recorder> {
         let recorder = if let Some(path) = &self.rrd {
             Recorder::to_file(APP_ID, path)
                 .with_context(|| format!("creating the recording {}", path.display()))?
         } else if self.spawn {
             Recorder::spawn(APP_ID).context("starting the Rerun viewer")?
+        } else if let Some(addr) = &self.connect {
+            let recorder = Recorder::connect(APP_ID, Some(addr))?;
+            eprintln!("streaming to the Rerun viewer at {addr}");
+            recorder
         } else {
             return Ok(Recorder::off());
         };

@@ -1,12 +1,13 @@
-//! `gst slam`: RGB-D SLAM over a recording (TUM RGB-D directory, generated episode, image folder), writing the
-//! trajectory, the keyframe graph and the map points (formats in `gst_slam::output`).
+//! `gst slam`: RGB-D SLAM over a recording (TUM RGB-D directory, generated episode, image folder, ROS bag or
+//! MCAP file) or a live RealSense camera, writing the trajectory, the keyframe graph and the map points
+//! (formats in `gst_slam::output`).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use gst_core::{Pose3, TimedPose, Trajectory};
-use gst_io::{FrameSource, SourceOptions, open_source_with};
+use gst_io::{FrameSource, SourceOptions};
 use gst_slam::metrics::{Alignment, EvaluationOptions, evaluate};
 use gst_slam::{Slam, SlamConfig, TrackingState, run_pipelined};
 use gst_viz::{FrameTime, Recorder, TrajectoryKind};
@@ -15,14 +16,23 @@ use crate::rrd_args::{RecordedSource, RecordingErrors, RrdArgs};
 
 #[derive(Debug, clap::Args)]
 pub struct SlamArgs {
-    /// A TUM RGB-D directory, a `gst generate` episode (`DIR/<split>/tum/<scene>`), or an image folder with
-    /// `rgb/` and `depth/`.
-    #[arg(long)]
-    pub input: PathBuf,
+    /// A TUM RGB-D directory, a `gst generate` episode (`DIR/<split>/tum/<scene>`), an image folder with
+    /// `rgb/` and `depth/`, or a robot recording: an `.mcap` file, a rosbag2 folder, a ROS 1 `.bag`.
+    #[arg(long, required_unless_present = "realsense")]
+    pub input: Option<PathBuf>,
+    /// Track live from a RealSense camera (colour and depth aligned to colour) until Ctrl-C or --frames;
+    /// needs a gst built with `--features realsense` (librealsense2).
+    #[arg(long, conflicts_with = "input")]
+    pub realsense: bool,
+    /// With --realsense: stop after this many frames.
+    #[arg(long, requires = "realsense")]
+    pub frames: Option<usize>,
     /// Calibration file (OpenCV FileStorage, ROS camera_info or Kalibr); default: the input's
-    /// `calibration.yaml`.
+    /// `calibration.yaml`, or a bag's CameraInfo.
     #[arg(long)]
     pub calib: Option<PathBuf>,
+    #[command(flatten)]
+    pub topics: crate::input_args::TopicArgs,
     /// Output directory: trajectory.tum, keyframes.json, map_points.ply, stats.json.
     #[arg(long)]
     pub out: PathBuf,
@@ -44,17 +54,24 @@ pub(crate) fn read_config(path: Option<&Path>) -> Result<SlamConfig> {
 
 pub fn run(args: &SlamArgs) -> Result<()> {
     let config = read_config(args.config.as_deref())?;
+    // A viewer to stream to is checked before anything is read, so a missing one fails at once; a file
+    // recording is created only once the input has opened (no `.part` left behind by a bad input).
+    let connected = if args.rrd.connect.is_some() { Some(args.rrd.recorder()?) } else { None };
     let options = SourceOptions { calibration: args.calib.clone(), ..SourceOptions::default() };
-    let source = open_source_with(&args.input, &options)?;
-    if !source.has_depth() {
-        anyhow::bail!(
-            "{}: {} has no depth; gst slam needs RGB-D frames",
-            args.input.display(),
-            source.name()
-        );
-    }
+    let source = match &args.input {
+        Some(input) => gst_bag::open_source(input, &options, &args.topics.choice())?,
+        None => {
+            let realsense = gst_bag::RealSenseOptions { max_frames: args.frames, ..Default::default() };
+            gst_bag::open_realsense(&realsense)?
+        }
+    };
+    gst_bag::require_depth(source.as_ref(), "gst slam")?;
+    let input = source.path().to_path_buf();
     let mut slam = Slam::new(source.calibration(), config)?;
-    let recorder = args.rrd.recorder()?;
+    let recorder = match connected {
+        Some(recorder) => recorder,
+        None => args.rrd.recorder()?,
+    };
     let mut errors = RecordingErrors::default();
     errors.check(recorder.log_camera_model(&source.calibration().camera));
     // Frames are recorded as they are read (on the reading thread); poses and states as they are tracked.
@@ -84,7 +101,7 @@ pub fn run(args: &SlamArgs) -> Result<()> {
         }
         bar.inc(1);
     })
-    .with_context(|| format!("SLAM on {}", args.input.display()))?;
+    .with_context(|| format!("SLAM on {}", input.display()))?;
     bar.finish_and_clear();
     let output = slam.finish()?;
     gst_slam::output::write_outputs(&args.out, &output)?;

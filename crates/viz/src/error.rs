@@ -15,6 +15,9 @@ pub enum VizError {
     /// Flushing the recording to its sink failed or timed out.
     #[error("flushing the recording: {0}")]
     Flush(String),
+    /// No viewer could be reached at the address given to `Recorder::connect`.
+    #[error("connecting to a Rerun viewer at {url}: {message}")]
+    Connect { url: String, message: String },
     /// No `rerun` executable was found where we look for it.
     #[error(
         "no Rerun viewer found (looked in {}); install it with `make setup` (rerun-sdk==0.36.3 in .venv) or \

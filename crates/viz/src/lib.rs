@@ -93,7 +93,8 @@ pub use frames::{TrajectoryKind, tracking_code};
 pub use images::{DepthEncoding, ImageEncoding, ImageSettings};
 pub use question::{CurrentView, NamedImage, QuestionLog, TopdownAnswer};
 pub use recorder::{
-    FrameTime, Recorder, VENV_ENV, check_recording, find_viewer, view_file, viewer_candidates,
+    DEFAULT_CONNECT_ADDR, FrameTime, Recorder, VENV_ENV, check_recording, connect_url, find_viewer,
+    view_file, viewer_candidates,
 };
 
 /// Re-exported so that callers can name the memory sink and logged messages without depending on `rerun`.

@@ -1,4 +1,5 @@
-//! The [`Recorder`] handle: off, an `.rrd` file, a spawned viewer, or memory (tests).
+//! The [`Recorder`] handle: off, an `.rrd` file, a spawned viewer, a running viewer it connects to, or
+//! memory (tests).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
@@ -15,6 +16,12 @@ pub const VENV_ENV: &str = "GST_VENV";
 const VIEWER: &str = "rerun";
 /// Magic bytes at the start of an `.rrd` file (current and older framing versions).
 const RRD_MAGICS: [&[u8; 4]; 3] = [b"RRF2", b"RRF1", b"RRF0"];
+/// Where a running viewer listens unless told otherwise (`rerun` with no arguments; Rerun's default port).
+pub const DEFAULT_CONNECT_ADDR: &str = "127.0.0.1:9876";
+/// How long [`Recorder::connect`] waits for the viewer's port to accept a connection.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long finishing a connected recording waits for the viewer to take what is queued.
+const CONNECTED_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// `last_tracking` before any frame was logged.
 const NO_TRACKING_YET: i64 = i64::MIN;
 /// Bits of `Inner::once`: static data logged with the first call that needs it.
@@ -60,6 +67,8 @@ struct Inner {
     finished: AtomicBool,
     /// `ONCE_*` bits already done.
     once: AtomicU32,
+    /// Streaming to a viewer over the network: flushes wait at most [`CONNECTED_FLUSH_TIMEOUT`].
+    connected: bool,
 }
 
 impl Drop for Inner {
@@ -112,6 +121,25 @@ impl Recorder {
         Self::start(stream, None)
     }
 
+    /// Streams to a Rerun viewer that is already running (`rerun`, or `rerun --port P`), as Rerun's own
+    /// examples do with `connect_grpc`. `addr` is `HOST:PORT` or a `rerun+http://HOST:PORT/proxy` URL
+    /// (default [`DEFAULT_CONNECT_ADDR`]). The viewer's port must accept a TCP connection within 3 s, so a
+    /// missing viewer is an error at once rather than a run that queues its recording forever; finishing
+    /// waits at most 60 s for the viewer to take what is queued. The entity layout is the same as in files.
+    pub fn connect(app_id: &str, addr: Option<&str>) -> Result<Self, VizError> {
+        let (url, host_port) = connect_url(addr.unwrap_or(DEFAULT_CONNECT_ADDR))?;
+        check_listening(&host_port, &url)?;
+        let stream = rerun::RecordingStreamBuilder::new(application_id(app_id)?)
+            .with_blueprint(crate::default_blueprint())
+            .connect_grpc_opts(url.clone())
+            .map_err(|e| VizError::Connect { url: url.clone(), message: e.to_string() })?;
+        let mut recorder = Self::start(stream, None)?;
+        if let Some(inner) = recorder.inner.as_mut().and_then(Arc::get_mut) {
+            inner.connected = true;
+        }
+        Ok(recorder)
+    }
+
     /// Records into memory; the storage returns what was logged (`take()` flushes first). For tests.
     pub fn memory(app_id: &str) -> Result<(Self, rerun::sink::MemorySinkStorage), VizError> {
         let (stream, storage) = rerun::RecordingStreamBuilder::new(application_id(app_id)?)
@@ -133,6 +161,7 @@ impl Recorder {
                 file,
                 finished: AtomicBool::new(false),
                 once: AtomicU32::new(0),
+                connected: false,
             })),
             images: ImageSettings::default(),
         })
@@ -219,6 +248,15 @@ impl Recorder {
         if inner.finished.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        if inner.connected {
+            inner.stream.flush_with_timeout(CONNECTED_FLUSH_TIMEOUT).map_err(|e| {
+                VizError::Flush(format!(
+                    "{e} (the viewer did not take the recording within {} s)",
+                    CONNECTED_FLUSH_TIMEOUT.as_secs()
+                ))
+            })?;
+            return Ok(());
+        }
         inner.stream.flush_blocking().map_err(|e| VizError::Flush(e.to_string()))?;
         if let Some((partial, path)) = &inner.file {
             inner.stream.finalize_deferred_sinks();
@@ -237,6 +275,56 @@ impl Recorder {
     pub fn file_path(&self) -> Option<&Path> {
         self.inner.as_deref().and_then(|inner| inner.file.as_ref()).map(|(_, path)| path.as_path())
     }
+}
+
+/// The gRPC proxy URL of a viewer address and its `HOST:PORT`: `HOST:PORT`, `rerun+http://HOST:PORT/proxy`
+/// (or `http://`, `rerun://`, `rerun+https://`; the `/proxy` path is added when missing).
+pub fn connect_url(addr: &str) -> Result<(String, String), VizError> {
+    let addr = addr.trim();
+    let invalid = |why: &str| VizError::Invalid(format!("viewer address {addr:?}: {why}"));
+    let (scheme, rest) = match addr.split_once("://") {
+        Some((scheme, rest)) => (scheme, rest),
+        None => ("rerun+http", addr),
+    };
+    if !matches!(scheme, "rerun+http" | "rerun+https" | "rerun" | "http" | "https") {
+        return Err(invalid("expected HOST:PORT or rerun+http://HOST:PORT/proxy"));
+    }
+    let scheme = if scheme.starts_with("rerun") { scheme.to_string() } else { format!("rerun+{scheme}") };
+    let (host_port, path) = match rest.split_once('/') {
+        Some((host_port, path)) => (host_port, path.trim_end_matches('/')),
+        None => (rest, ""),
+    };
+    if !(path.is_empty() || path == "proxy") {
+        return Err(invalid("the only path a viewer serves is /proxy"));
+    }
+    let Some((host, port)) = host_port.rsplit_once(':') else {
+        return Err(invalid("no port (Rerun's default is 9876)"));
+    };
+    if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
+        return Err(invalid("expected HOST:PORT with a port from 1 to 65535"));
+    }
+    Ok((format!("{scheme}://{host_port}/proxy"), host_port.to_string()))
+}
+
+/// Whether something accepts TCP connections at `host_port` (within [`CONNECT_TIMEOUT`]).
+fn check_listening(host_port: &str, url: &str) -> Result<(), VizError> {
+    use std::net::ToSocketAddrs;
+    let failed = |message: String| VizError::Connect { url: url.to_string(), message };
+    let addrs: Vec<_> = host_port
+        .to_socket_addrs()
+        .map_err(|e| failed(format!("cannot resolve {host_port}: {e}")))?
+        .collect();
+    let mut last = None;
+    for addr in &addrs {
+        match std::net::TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(failed(format!(
+        "nothing listens at {host_port} ({}); start a viewer first (`rerun`, from .venv/bin) or give its address",
+        last.map_or_else(|| "no address".to_string(), |e| e.to_string())
+    )))
 }
 
 /// Rerun's application id (the viewer keeps one layout per id); errors name a malformed id.

@@ -296,3 +296,78 @@ fn bad_image_settings_are_refused() {
     let (recorder, _storage) = Recorder::memory("gst_test").unwrap();
     assert!(recorder.with_images(ImageSettings { downscale: 0, ..ImageSettings::compact() }).is_err());
 }
+
+#[test]
+fn viewer_addresses_become_proxy_urls_and_bad_ones_are_refused() {
+    let url = |addr: &str| connect_url(addr).map(|(url, _)| url);
+    assert_eq!(url("127.0.0.1:9876").ok().as_deref(), Some("rerun+http://127.0.0.1:9876/proxy"));
+    assert_eq!(
+        url("rerun+http://robot.local:9000/proxy").ok().as_deref(),
+        Some("rerun+http://robot.local:9000/proxy")
+    );
+    assert_eq!(url("http://10.0.0.2:9876").ok().as_deref(), Some("rerun+http://10.0.0.2:9876/proxy"));
+    for bad in ["localhost", "localhost:0", "localhost:99999", "ftp://a:1", "rerun+http://a:1/other", ":9876"]
+    {
+        assert!(matches!(connect_url(bad), Err(VizError::Invalid(_))), "{bad} should be refused");
+    }
+}
+
+#[test]
+fn connecting_where_no_viewer_listens_fails_at_once_with_the_address() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(addr) => addr.port(),
+        Err(e) => panic!("cannot find a free port: {e}"),
+    };
+    let started = std::time::Instant::now();
+    let addr = format!("127.0.0.1:{port}");
+    match Recorder::connect("gst-test", Some(&addr)) {
+        Err(VizError::Connect { url, message }) => {
+            assert!(url.contains(&addr), "{url}");
+            assert!(message.contains("start a viewer"), "{message}");
+        }
+        other => panic!("expected a connect error, got {other:?}"),
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+}
+
+/// With the viewer in `.venv` (`rerun --serve-grpc`, headless), a connected recorder streams and finishes.
+#[test]
+fn a_connected_recorder_streams_to_a_running_viewer() {
+    let Ok(viewer) = find_viewer() else {
+        eprintln!("skipped: no Rerun viewer in .venv or PATH");
+        return;
+    };
+    let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(addr) => addr.port(),
+        Err(e) => panic!("cannot find a free port: {e}"),
+    };
+    let child = std::process::Command::new(&viewer)
+        .args(["--serve-grpc", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("skipped: cannot start {}", viewer.display());
+        return;
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mut recorder = Err(VizError::Invalid("not tried".into()));
+    for _ in 0..100 {
+        recorder = Recorder::connect("gst-test", Some(&addr));
+        if recorder.is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let result = recorder.and_then(|recorder| {
+        recorder.log_camera_model(&PinholeCamera::gst_benchmark())?;
+        recorder.log_camera_pose(&FrameTime::new(0, 0.0), &Pose3::identity())?;
+        recorder.finish()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = result {
+        panic!("streaming to {addr}: {e}");
+    }
+}
