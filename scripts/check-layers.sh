@@ -19,6 +19,8 @@ check gst-sim opencv rerun ort reqwest ureq gst-io gst-vlm
 check gst-io rerun ort reqwest ureq gst-sim gst-vlm
 check gst-bench rerun ort reqwest ureq gst-vlm
 check gst-slam rerun ort reqwest ureq gst-sim gst-bench gst-vlm
+# Robot recordings: containers and messages only, under gst-io's FrameSource.
+check gst-bag rerun ort reqwest ureq gst-sim gst-bench gst-slam gst-map gst-vlm
 check gst-baseline rerun gst-sim gst-bench
 check gst-map rerun ort reqwest ureq gst-sim gst-bench gst-slam gst-vlm
 # gst-vlm is a leaf (ort, HTTP, tokenizers): only gst-baseline and gst-cli use it, and it sees questions and
