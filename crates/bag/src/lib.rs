@@ -19,6 +19,8 @@
 pub mod container;
 pub mod export;
 pub mod msg;
+#[cfg(feature = "realsense")]
+pub mod realsense;
 pub mod source;
 
 use std::path::Path;
@@ -159,8 +161,14 @@ impl Default for RealSenseOptions {
     }
 }
 
+/// A live RealSense camera as a frame source (colour, depth aligned to colour, the colour intrinsics).
+/// Needs the `realsense` cargo feature (librealsense2 installed); unbuilt and untested here.
 #[cfg(feature = "realsense")]
-compile_error!("the `realsense` frame source is not written yet (issue 46): build without the feature");
+pub fn open_realsense(
+    options: &RealSenseOptions,
+) -> Result<Box<dyn gst_io::FrameSource + Send>, gst_io::IoError> {
+    Ok(Box::new(realsense::RealSenseSource::open(options)?))
+}
 
 /// A live RealSense camera as a frame source. This build has no `realsense` feature: an error saying how
 /// to get one.
