@@ -84,8 +84,8 @@ pub struct EvalArgs {
     /// Object perception of the map answerer.
     #[arg(long, value_enum, default_value = "marked")]
     pub perception: PerceptionArg,
-    /// Object classifier of the map answerer (`gst train-objects`); default models/objects.json when it
-    /// exists.
+    /// Object classifier of the map answerer (`gst train-objects`); default: the one built into the binary
+    /// (the repository's models/objects.json at build time).
     #[arg(long)]
     pub objects_model: Option<PathBuf>,
     /// Pose hypotheses from layout place recognition per current view of the map answerer (its floor
