@@ -26,7 +26,12 @@ fn main() -> anyhow::Result<()> {
     // The Sweet Home 3D CC0 catalogue when it is installed (`make setup`), else primitive furniture.
     let library = FurnitureLibrary::open(None).unwrap_or_else(|_| FurnitureLibrary::primitives_only());
     let scene = generate_scene(seed, &SceneConfig::default(), &library)?;
-    println!("{}: {} rooms, {} furniture instances", scene.name, scene.rooms.len(), scene.instances.len());
+    println!(
+        "{}: {} rooms, {} furniture instances",
+        scene.name,
+        scene.plan.rooms.len(),
+        scene.instances.len()
+    );
 
     // An exploration walk through every room; its first pose is where the camera stands.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);

@@ -41,22 +41,23 @@ const HEADLINE_FLOOR: f64 = 60.0;
 /// files, videos and images, and per scene the export's intrinsics and depth stream.
 fn track_allows(relative: &str) -> bool {
     let parts: Vec<&str> = relative.split('/').collect();
-    match parts.as_slice() {
-        [] | [""] | ["bench"] => true,
-        ["bench", "questions" | "videos" | "images", ..] => true,
-        ["bench", "tum"] | ["bench", "tum", _] => true,
-        ["bench", "tum", _, "calibration.yaml" | "depth.txt" | "depth", ..] => true,
-        _ => false,
-    }
+    matches!(
+        parts.as_slice(),
+        [] | [""]
+            | ["bench"]
+            | ["bench", "questions" | "videos" | "images", ..]
+            | ["bench", "tum"]
+            | ["bench", "tum", _]
+            | ["bench", "tum", _, "calibration.yaml" | "depth.txt" | "depth", ..]
+    )
 }
 
-/// The opened paths under `data` (the folder `gst generate` wrote) that the track does not list; the folders
-/// above the bench only as directories.
-fn forbidden_reads(data: &Path, opened: &[(String, bool)]) -> Vec<String> {
+/// The opened paths under `data` (the folder `gst generate` wrote) that the track does not list.
+fn forbidden_reads(data: &Path, opened: &[String]) -> Vec<String> {
     let root = format!("{}/", data.display());
     let mut out: Vec<String> = opened
         .iter()
-        .filter_map(|(p, _)| p.strip_prefix(&root).map(|r| (p, r)))
+        .filter_map(|p| p.strip_prefix(&root).map(|r| (p, r)))
         .filter(|(_, relative)| !track_allows(relative.trim_end_matches('/')))
         .map(|(p, _)| p.clone())
         .collect();
@@ -184,11 +185,11 @@ fn beats_random_on_every_column(duration_s: [f64; 2]) -> anyhow::Result<()> {
     let headline_out = dir.path().join("eval-headline");
     let headline_args =
         ["eval", "--bench", path(&bench), "--answerer", "map", "--out", path(&headline_out), "--json"];
-    if let Some((output, opened)) = common::opened_paths(&headline_args)? {
+    if let Some(common::Traced { output, opened }) = common::opened_paths(&headline_args)? {
         assert!(output.status.success(), "{}", common::stderr(&output));
         let forbidden = forbidden_reads(&data, &opened);
         assert!(forbidden.is_empty(), "the RGB-D track may not read these: {forbidden:#?}");
-        assert!(opened.iter().any(|(p, _)| p.ends_with("explore.mp4")), "the exploration video was not read");
+        assert!(opened.iter().any(|p| p.ends_with("explore.mp4")), "the exploration video was not read");
         let headline: serde_json::Value = serde_json::from_slice(&output.stdout)?;
         let rows = headline["main"]["rows"].as_array().ok_or_else(|| anyhow::anyhow!("no rows"))?;
         let ours =

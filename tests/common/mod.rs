@@ -72,9 +72,16 @@ pub fn assert_same_files(a: &Path, b: &Path) {
     assert!(differing.is_empty(), "files differ between {} and {}: {differing:?}", a.display(), b.display());
 }
 
-/// Every path that a command run under `strace` tried to open (`open`, `openat`, `openat2`, `creat`), with
-/// whether it was opened as a directory. `None` when strace is not installed (`make setup` installs it).
-pub fn opened_paths(args: &[&str]) -> anyhow::Result<Option<(Output, Vec<(String, bool)>)>> {
+/// A `gst` run under strace: its output and every path it tried to open.
+#[derive(Debug)]
+pub struct Traced {
+    pub output: Output,
+    pub opened: Vec<String>,
+}
+
+/// Runs `gst` under `strace` and lists every path it tried to open (`open`, `openat`, `openat2`, `creat`).
+/// `None` when strace is not installed (`make setup` installs it).
+pub fn opened_paths(args: &[&str]) -> anyhow::Result<Option<Traced>> {
     if Command::new("strace").arg("-V").output().is_err() {
         return Ok(None);
     }
@@ -93,7 +100,7 @@ pub fn opened_paths(args: &[&str]) -> anyhow::Result<Option<(Output, Vec<(String
         let Some(start) = line.find('"') else { continue };
         let Some(len) = line[start + 1..].find('"') else { continue };
         let path = line[start + 1..start + 1 + len].to_string();
-        paths.push((path, line.contains("O_DIRECTORY")));
+        paths.push(path);
     }
-    Ok(Some((output, paths)))
+    Ok(Some(Traced { output, opened: paths }))
 }
