@@ -24,7 +24,7 @@ help:
 	@echo "make bench-slam-long  SLAM on a 10-minute exploration, without keyframe reuse and by default: memory minute by minute"
 	@echo "make bench-map   semantic map metrics on 3 generated scenes (SLAM poses, noisy depth)"
 	@echo "make bench-map-long  the same houses explored for 2-3 minutes"
-	@echo "make baselines   every baselines/*.json on the sealed test split (baselines/splits.json): baselines/RESULTS.md"
+	@echo "make baselines   every baselines/*.json on the sealed test split (baselines/bench/splits.json): baselines/RESULTS.md"
 	@echo "make heldout     map-slam and relocalisation with per-view diagnostics on the dev split (SPLIT=val for val)"
 	@echo "make models      the map baseline's object classifier from 32 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
@@ -105,7 +105,7 @@ bench-map-long: build
 	test -d out/bench-map-long/data/bench || $(GST) generate --scenes 3 --seed 1 --out out/bench-map-long/data --config scripts/bench-map-long-generate.json
 	$(GST) bench map --split out/bench-map-long/data/bench --out out/bench-map-long
 
-# The sealed test split of baselines/splits.json (its seed fixed there, furnished with held-out catalogue
+# The sealed test split of baselines/bench/splits.json (its seed fixed there, furnished with held-out catalogue
 # models), then every baseline configuration on it, from nothing: baselines/RESULTS.md states protocol, split,
 # commit and wall time per row. The only target that scores `test`; nothing inspects it per view.
 BASELINES_DATA := out/baselines/test

@@ -36,7 +36,7 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "PROFILE|FILE")]
     pub depth_sensor: Option<String>,
     /// A split with a role (`dev`, `val`, `test`; see docs/protocol.md): its seed, scene count and
-    /// furniture models come from the split table (built into the binary from baselines/splits.json, or
+    /// furniture models come from the split table (built into the binary from baselines/bench/splits.json, or
     /// `--splits FILE`) instead of --seed and --scenes.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["seed", "scenes"])]
     pub split: Option<String>,
@@ -47,8 +47,8 @@ pub struct GenerateArgs {
     pub furniture: FurnitureArgs,
 }
 
-/// The split table built into the binary: `baselines/splits.json` when it was compiled.
-pub const BUILTIN_SPLITS: &str = include_str!("../../../baselines/splits.json");
+/// The split table built into the binary: `baselines/bench/splits.json` when it was compiled.
+pub const BUILTIN_SPLITS: &str = include_str!("../../../baselines/bench/splits.json");
 
 /// One split of the table: what `gst generate --split NAME` builds.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
@@ -170,4 +170,24 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_split_table_names_dev_val_and_a_test_split_of_unseen_models() -> Result<()> {
+        let splits = read_splits(None)?;
+        let names: Vec<&str> = splits.keys().map(String::as_str).collect();
+        assert_eq!(names, ["dev", "test", "val"]);
+        assert_eq!(splits["test"].models, ModelSplit::Unseen);
+        assert!(splits.values().filter(|s| s.models == ModelSplit::Unseen).count() == 1);
+        let dir = tempfile::tempdir()?;
+        let bad = dir.path().join("splits.json");
+        std::fs::write(&bad, r#"{"dev": {"seed": 1, "scenes": 0, "models": "seen", "role": "x"}}"#)?;
+        let error = read_splits(Some(&bad)).err().map(|e| format!("{e:#}")).unwrap_or_default();
+        assert!(error.contains("splits.json") && error.contains("no scenes"), "{error}");
+        Ok(())
+    }
 }
