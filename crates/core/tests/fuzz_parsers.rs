@@ -39,7 +39,7 @@ fn calibration_seeds() -> Vec<Vec<u8>> {
 fn question_seeds() -> Vec<Vec<u8>> {
     let root = repo_root();
     let mut seeds = files(&root.join("tests/bad/questions"), &[".json"]);
-    seeds.extend(files(&root.join("tests/good/questions"), &[".json"]));
+    seeds.extend(files(&root.join("tests/data/gst-samples"), &[".json"]));
     seeds
 }
 
@@ -99,7 +99,10 @@ fn parse_question(bytes: &[u8]) {
 #[test]
 fn seed_corpora_are_not_empty() {
     assert!(calibration_seeds().len() >= 4, "calibration seeds missing");
-    assert!(question_seeds().len() >= 4, "question seeds missing");
+    assert!(question_seeds().len() >= 12, "question seeds missing");
+    // At least one seed must parse, so mutations start from valid questions too.
+    let valid = question_seeds().iter().filter(|s| serde_json::from_slice::<Question>(s).is_ok()).count();
+    assert!(valid > 0, "no question seed parses");
 }
 
 #[test]
