@@ -14,7 +14,7 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture strace \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help heldout test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers links clippy unit bench bench-slam bench-slam-long bench-map bench-map-long baselines build
+.PHONY: help fuzz heldout test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers links clippy unit bench bench-slam bench-slam-long bench-map bench-map-long baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -29,6 +29,7 @@ help:
 	@echo "make models      the map baseline's object classifier from 32 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
 	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
+	@echo "make fuzz   fuzz the calibration and question parsers from their seed corpora (FUZZ_CASES per target)"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
 
 setup: setup-apt setup-venv
@@ -80,6 +81,12 @@ links:
 	python3 scripts/check-links.py
 
 test: fmt layers links clippy unit
+
+# Corpus-mutation fuzzing (crates/core/tests/fuzz_parsers.rs): `make test` runs 256 cases per target;
+# this runs FUZZ_CASES per target (default 1,000,000).
+FUZZ_CASES ?= 1000000
+fuzz:
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release -p gst-core --test fuzz_parsers -- fuzz_ --test-threads=1
 
 bench: setup-bench build
 	source $(VENV)/env.sh && $(GST) bench render --out bench-out/render --python $(PYTHON)
