@@ -35,7 +35,7 @@ from vlmeval.dataset.video_base import VideoBaseDataset  # noqa: E402
 
 DATASETS = ("GST_Bench", "GST_Bench_Local")
 # The paper's column order (crates/core's TaskId::ALL), for the tables.
-COLUMNS = ("ED_v", "EDist_v", "EDist_s", "TDS_E", "TDS_M", "TS", "OP_g", "OP_r", "MP", "GP", "RD", "Traj")
+COLUMNS = ("ED_v", "EDist_v", "GP_v", "ED_s", "EDist_s", "GP_s", "Pos", "Ori", "TDS_E", "TDS_M", "TDS_H", "Traj")
 SETTINGS = ("global", "local_video", "local_image")
 DEFAULT_NFRAME = int(os.environ.get("GST_NFRAME", "32"))
 
@@ -157,13 +157,16 @@ class GSTBench(VideoBaseDataset):
         import pandas as pd
 
         scores = self.score_predictions(eval_file)
+        def order(key):
+            column, setting = key
+            return (SETTINGS.index(setting) if setting in SETTINGS else len(SETTINGS),
+                    COLUMNS.index(column) if column in COLUMNS else len(COLUMNS), column)
+
         rows = []
-        for setting in SETTINGS:
-            for column in COLUMNS:
-                values = scores.get((column, setting))
-                if values:
-                    rows.append(dict(column=column, setting=setting, questions=len(values),
-                                     score=100.0 * sum(values) / len(values)))
+        for column, setting in sorted(scores, key=order):
+            values = scores[(column, setting)]
+            rows.append(dict(column=column, setting=setting, questions=len(values),
+                             score=100.0 * sum(values) / len(values)))
         global_rows = [row for row in rows if row["setting"] == "global"]
         if global_rows:
             rows.append(dict(column="Avg", setting="global", questions=sum(r["questions"] for r in global_rows),

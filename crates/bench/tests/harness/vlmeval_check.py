@@ -53,7 +53,7 @@ def main():
     for what, bad in (
         ("missing", table.drop(table.index[1])),
         ("duplicate", pd.concat([table, table.iloc[[2]]])),
-        ("unknown", table.assign(uid=[("nope" if i == 3 else u) for i, u in enumerate(table["uid"])])),
+        ("unknown", table.assign(uid=[("nope" if i == 0 else u) for i, u in enumerate(table["uid"])])),
     ):
         path = os.path.join(work, "bad_%s.tsv" % what)
         bad.to_csv(path, sep="\t", index=False)
