@@ -232,7 +232,9 @@ fn cell_text(cell: &calamine::Data) -> String {
     match cell {
         calamine::Data::Empty => String::new(),
         calamine::Data::String(text) => text.clone(),
-        calamine::Data::Float(value) if value.fract() == 0.0 && value.abs() < 1e15 => format!("{}", *value as i64),
+        calamine::Data::Float(value) if value.fract() == 0.0 && value.abs() < 1e15 => {
+            format!("{}", *value as i64)
+        }
         other => other.to_string(),
     }
 }

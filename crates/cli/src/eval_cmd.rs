@@ -118,7 +118,8 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         "--predictions is for --answerer import (a harness's output to score)"
     );
     if args.answerer == AnswererKind::Import {
-        let predictions = args.predictions.as_deref().context("--answerer import needs --predictions FILE")?;
+        let predictions =
+            args.predictions.as_deref().context("--answerer import needs --predictions FILE")?;
         let name = args.name.clone().unwrap_or_else(|| "imported".to_string());
         let outcome = import(&args.bench, predictions, &args.out, &name)?;
         let text = if args.json { outcome.json } else { outcome.text };
@@ -286,7 +287,12 @@ pub fn import(bench: &Path, harness_file: &Path, out: &Path, name: &str) -> Resu
 }
 
 /// Scores `OUT/predictions.jsonl` and writes `OUT/scores.json`.
-fn score_out(questions: &[gst_core::Question], out: &Path, name: &str, summary: EvalSummary) -> Result<EvalOutcome> {
+fn score_out(
+    questions: &[gst_core::Question],
+    out: &Path,
+    name: &str,
+    summary: EvalSummary,
+) -> Result<EvalOutcome> {
     let paper = PaperTable::embedded()?;
     let predictions_path = out.join(PREDICTIONS);
     let predictions = Predictions::read(&predictions_path)?;
@@ -340,7 +346,8 @@ mod tests {
         let mut text = String::new();
         let mut line = |k: usize, question: &gst_core::Question| {
             let answer = if k < 3 { question.answer.to_string() } else { "no idea".to_string() };
-            let sample = serde_json::json!({"doc_id": k, "doc": {"uid": question.uid}, "filtered_resps": [answer]});
+            let sample =
+                serde_json::json!({"doc_id": k, "doc": {"uid": question.uid}, "filtered_resps": [answer]});
             text.push_str(&format!("{sample}\n"));
         };
         for (k, question) in questions.iter().enumerate() {
@@ -384,12 +391,15 @@ mod tests {
     #[test]
     fn import_refuses_missing_and_repeated_questions_writing_nothing() -> Result<()> {
         let dir = tempfile::tempdir()?;
-        for (skip, repeat, wanted) in [(Some(4), None, "has no prediction"), (None, Some(2), "already predicted")] {
+        for (skip, repeat, wanted) in
+            [(Some(4), None, "has no prediction"), (None, Some(2), "already predicted")]
+        {
             let (text, questions) = lmms_samples(skip, repeat)?;
             let file = dir.path().join("samples_gst.jsonl");
             std::fs::write(&file, &text)?;
             let out = dir.path().join("eval");
-            let error = import(&samples(), &file, &out, "m").err().map(|e| format!("{e:#}")).unwrap_or_default();
+            let error =
+                import(&samples(), &file, &out, "m").err().map(|e| format!("{e:#}")).unwrap_or_default();
             let uid = &questions[skip.or(repeat).unwrap_or_default()].uid;
             assert!(error.contains(wanted) && error.contains(uid.as_str()), "{error}");
             assert!(!out.exists(), "nothing is written for a bad file");

@@ -518,7 +518,10 @@ fn check_vlmevalkit(questions: &[ExportQuestion]) -> Result<(), BenchError> {
         if !question.video.ends_with(".mp4") {
             return Err(export_error(
                 &question.question.uid,
-                format!("its video {} is not an .mp4 file, which VLMEvalKit's video datasets need", question.video),
+                format!(
+                    "its video {} is not an .mp4 file, which VLMEvalKit's video datasets need",
+                    question.video
+                ),
             ));
         }
     }
@@ -532,14 +535,27 @@ fn tsv_field(text: &str) -> String {
 
 /// The columns of the VLMEvalKit TSVs.
 const VLMEVAL_COLUMNS: [&str; 14] = [
-    "index", "uid", "question", "video", "video_path", "texts", "images", "task", "column", "setting", "kind",
-    "metric", "answer", "scene",
+    "index",
+    "uid",
+    "question",
+    "video",
+    "video_path",
+    "texts",
+    "images",
+    "task",
+    "column",
+    "setting",
+    "kind",
+    "metric",
+    "answer",
+    "scene",
 ];
 
 fn vlmeval_row(index: usize, q: &ExportQuestion) -> Result<String, BenchError> {
     let question = &q.question;
     let json = |value: &[String]| {
-        serde_json::to_string(value).map_err(|e| export_error(&question.uid, format!("cannot serialise: {e}")))
+        serde_json::to_string(value)
+            .map_err(|e| export_error(&question.uid, format!("cannot serialise: {e}")))
     };
     // The prompt's texts as one string (VLMEvalKit's `question` column; the class builds the interleaved
     // prompt from `texts` and `images`).
