@@ -14,7 +14,9 @@ APT_PACKAGES := libopencv-dev clang libclang-dev sweethome3d-furniture strace \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GST := $(CARGO_TARGET_DIR)/release/gst
 
-.PHONY: help fuzz heldout test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers links clippy unit bench bench-slam bench-slam-long bench-map bench-map-long baselines build
+HARNESS_VENV ?= .venv-harness
+
+.PHONY: test-harness export-timing help fuzz heldout test-acceptance bench-viz screenshot models setup setup-apt setup-venv setup-bench demo test fmt layers links clippy unit bench bench-slam bench-slam-long bench-map bench-map-long baselines build
 
 help:
 	@echo "make demo   build everything and run the demo (installs what it needs first)"
@@ -31,6 +33,8 @@ help:
 	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
 	@echo "make fuzz   fuzz the calibration and question parsers from their seed corpora (FUZZ_CASES per target)"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
+	@echo "make test-harness  lmms-eval 0.7.3 for real (in $(HARNESS_VENV), pulls torch: GBs) runs our exported task against a stub server"
+	@echo "make export-timing  time gst export (every format) on a generated bench, per scene"
 
 setup: setup-apt setup-venv
 
@@ -87,6 +91,21 @@ test: fmt layers links clippy unit
 FUZZ_CASES ?= 1000000
 fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release -p gst-core --test fuzz_parsers -- fuzz_ --test-threads=1
+
+# Not part of `make test`: installs lmms-eval (and torch, ~3.5 GB of wheels) into its own virtualenv.
+$(HARNESS_VENV)/.lmms-eval-0.7.3:
+	@[ -x $(HARNESS_VENV)/bin/python ] || python3 -m venv $(HARNESS_VENV)
+	$(HARNESS_VENV)/bin/python -m pip install -q --disable-pip-version-check lmms-eval==0.7.3 pillow
+	@touch $@
+
+test-harness: build $(HARNESS_VENV)/.lmms-eval-0.7.3
+	GST=$(GST) HARNESS_VENV=$(HARNESS_VENV) bash scripts/test-harness.sh
+
+# `gst export` timing: a bench of EXPORT_SCENES generated scenes (cached in out/export-timing), exported in
+# every format; prints seconds per format and per scene.
+EXPORT_SCENES ?= 2
+export-timing: build
+	source $(VENV)/env.sh && GST=$(GST) SCENES=$(EXPORT_SCENES) bash scripts/export-timing.sh
 
 bench: setup-bench build
 	source $(VENV)/env.sh && $(GST) bench render --out bench-out/render --python $(PYTHON)
