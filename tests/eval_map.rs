@@ -34,6 +34,64 @@ const EXPLORATION_S: [f64; 2] = [60.0, 90.0];
 /// views' viewpoints.
 const SHORT_EXPLORATION_S: [f64; 2] = [40.0, 50.0];
 
+/// The least average of the headline path on the test house: well above the paper's random row (20.0).
+const HEADLINE_FLOOR: f64 = 60.0;
+
+/// What the RGB-D track lists under the data folder (docs/protocol.md): the bench folder, its question
+/// files, videos and images, and per scene the export's intrinsics and depth stream.
+fn track_allows(relative: &str) -> bool {
+    let parts: Vec<&str> = relative.split('/').collect();
+    matches!(
+        parts.as_slice(),
+        [] | [""]
+            | ["bench"]
+            | ["bench", "questions" | "videos" | "images", ..]
+            | ["bench", "tum"]
+            | ["bench", "tum", _]
+            | ["bench", "tum", _, "calibration.yaml" | "depth.txt" | "depth", ..]
+    )
+}
+
+/// The opened paths under `data` (the folder `gst generate` wrote) that the track does not list.
+fn forbidden_reads(data: &Path, opened: &[String]) -> Vec<String> {
+    let root = format!("{}/", data.display());
+    let mut out: Vec<String> = opened
+        .iter()
+        .filter_map(|p| p.strip_prefix(&root).map(|r| (p, r)))
+        .filter(|(_, relative)| !track_allows(relative.trim_end_matches('/')))
+        .map(|(p, _)| p.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_track_lists_the_question_files_and_the_depth_stream_only() {
+    for allowed in [
+        "bench",
+        "bench/questions/q.json",
+        "bench/videos/scene_000/explore.mp4",
+        "bench/images/a.png",
+        "bench/tum/scene_000/depth.txt",
+        "bench/tum/scene_000/depth/1.png",
+        "bench/tum/scene_000/calibration.yaml",
+    ] {
+        assert!(track_allows(allowed), "{allowed}");
+    }
+    for forbidden in [
+        "manifest.json",
+        "bench/tum/scene_000/rgb/1.png",
+        "bench/tum/scene_000/rgb.txt",
+        "bench/tum/scene_000/groundtruth.txt",
+        "bench/tum/scene_000/instances/1.png",
+        "bench/scenes/scene_000/scene.json",
+        "train/questions/q.json",
+    ] {
+        assert!(!track_allows(forbidden), "{forbidden}");
+    }
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap_or_default()
 }
@@ -120,6 +178,34 @@ fn beats_random_on_every_column(duration_s: [f64; 2]) -> anyhow::Result<()> {
         checked += 1;
     }
     assert_eq!(checked, 12, "every column has questions: {scores}");
+
+    // The headline path (SLAM poses, red boxes and the built-in object classifier: `gst eval --answerer map`
+    // with its defaults) in its own output folder, under strace: it opens nothing of the data folder that
+    // the RGB-D track does not list, and scores well above random.
+    let headline_out = dir.path().join("eval-headline");
+    let headline_args =
+        ["eval", "--bench", path(&bench), "--answerer", "map", "--out", path(&headline_out), "--json"];
+    if let Some(common::Traced { output, opened }) = common::opened_paths(&headline_args)? {
+        assert!(output.status.success(), "{}", common::stderr(&output));
+        let forbidden = forbidden_reads(&data, &opened);
+        assert!(forbidden.is_empty(), "the RGB-D track may not read these: {forbidden:#?}");
+        assert!(opened.iter().any(|p| p.ends_with("explore.mp4")), "the exploration video was not read");
+        let headline: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+        let rows = headline["main"]["rows"].as_array().ok_or_else(|| anyhow::anyhow!("no rows"))?;
+        let ours =
+            rows.iter().find(|r| r["source"] == "ours").ok_or_else(|| anyhow::anyhow!("no row of ours"))?;
+        let (avg, chance) = (
+            ours["scores"]["Avg"].as_f64().unwrap_or(0.0),
+            random["scores"]["Avg"].as_f64().unwrap_or(100.0),
+        );
+        assert!(
+            avg >= HEADLINE_FLOOR,
+            "headline average {avg} below {HEADLINE_FLOOR} (random {chance}): {headline}"
+        );
+    } else {
+        assert!(std::env::var_os("GST_REQUIRE_STRACE").is_none(), "strace is not installed (make setup)");
+        eprintln!("strace not installed: the protocol audit is skipped");
+    }
 
     // One prediction per question, and a rerun answers nothing again.
     let predictions = std::fs::read_to_string(out.join("predictions.jsonl"))?;

@@ -71,3 +71,36 @@ pub fn assert_same_files(a: &Path, b: &Path) {
     let differing: Vec<&String> = fa.iter().zip(&fb).filter(|(x, y)| x.1 != y.1).map(|(x, _)| &x.0).collect();
     assert!(differing.is_empty(), "files differ between {} and {}: {differing:?}", a.display(), b.display());
 }
+
+/// A `gst` run under strace: its output and every path it tried to open.
+#[derive(Debug)]
+pub struct Traced {
+    pub output: Output,
+    pub opened: Vec<String>,
+}
+
+/// Runs `gst` under `strace` and lists every path it tried to open (`open`, `openat`, `openat2`, `creat`).
+/// `None` when strace is not installed (`make setup` installs it).
+pub fn opened_paths(args: &[&str]) -> anyhow::Result<Option<Traced>> {
+    if Command::new("strace").arg("-V").output().is_err() {
+        return Ok(None);
+    }
+    let dir = tempfile::tempdir()?;
+    let trace = dir.path().join("trace.txt");
+    let output = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=open,openat,openat2,creat", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_gst"))
+        .args(args)
+        .output()?;
+    let text = std::fs::read_to_string(&trace)?;
+    let mut paths = Vec::new();
+    for line in text.lines() {
+        // `PID openat(AT_FDCWD, "/path", O_RDONLY|O_CLOEXEC) = 3` (strace escapes quotes and non-ASCII).
+        let Some(start) = line.find('"') else { continue };
+        let Some(len) = line[start + 1..].find('"') else { continue };
+        let path = line[start + 1..start + 1 + len].to_string();
+        paths.push(path);
+    }
+    Ok(Some(Traced { output, opened: paths }))
+}

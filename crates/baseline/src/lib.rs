@@ -15,6 +15,7 @@ pub mod eval;
 pub mod frames;
 pub mod geometry;
 pub mod map_answerer;
+pub mod priors;
 pub mod random;
 pub mod scene_layout;
 pub mod scene_slam;

@@ -847,28 +847,27 @@ mod tests {
     #[test]
     fn true_views_are_found_by_the_path_a_question_gives() -> Result<(), Box<dyn std::error::Error>> {
         let split = tempfile::tempdir()?;
-        let scene_dir = split.path().join("scenes/scene_000");
+        let scene_dir = split.path().join("scenes/house");
         std::fs::create_dir_all(&scene_dir)?;
-        std::fs::create_dir_all(split.path().join("images/scene_000"))?;
+        std::fs::create_dir_all(split.path().join("images/house"))?;
         std::fs::create_dir_all(split.path().join("questions"))?;
-        std::fs::write(split.path().join("images/scene_000/view_00.png"), b"")?;
+        std::fs::write(split.path().join("images/house/corner.png"), b"")?;
         let pose = Pose3::from_parts(
             nalgebra::Vector3::new(1.0, 2.0, 1.4),
             nalgebra::UnitQuaternion::from_euler_angles(0.1, 0.2, 0.3),
         );
-        let records =
-            serde_json::json!([{"image": "images/scene_000/view_00.png", "world_from_camera": pose}]);
+        let records = serde_json::json!([{"image": "images/house/corner.png", "world_from_camera": pose}]);
         std::fs::write(scene_dir.join("views.json"), serde_json::to_string(&records)?)?;
-        let views = read_true_views(split.path(), "scene_000")?;
+        let views = read_true_views(split.path(), "house")?;
         // A question names its images relative to its own directory.
-        let asked = split.path().join("questions/../images/scene_000/view_00.png");
+        let asked = split.path().join("questions/../images/house/corner.png");
         let found = views.get(&std::fs::canonicalize(&asked)?).ok_or("the view was not found")?;
         assert!((found.0.translation.vector - pose.0.translation.vector).norm() < 1e-12);
         assert!(found.0.rotation.angle_to(&pose.0.rotation) < 1e-12);
         // A scene without views.json is an error naming the file.
         let missing =
-            read_true_views(split.path(), "scene_001").err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(missing.contains("scene_001/views.json"), "{missing}");
+            read_true_views(split.path(), "other_house").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(missing.contains("other_house/views.json"), "{missing}");
         Ok(())
     }
 }

@@ -23,9 +23,7 @@ pub const MAX_GUESS_M: f64 = 11.0;
 impl RandomAnswerer {
     pub fn guess(&self, kind: AnswerKind, uid: &str) -> Answer {
         // FNV-1a of the uid, mixed with the seed.
-        let hash = uid
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let hash = gst_core::stable_hash(uid);
         let mut rng = ChaCha8Rng::seed_from_u64(hash ^ self.seed.rotate_left(32));
         match kind {
             AnswerKind::Degrees => Answer::Degrees(rng.gen_range(-180..=180)),

@@ -15,8 +15,8 @@ use crate::BaselineError;
 const TRAINING_KEYFRAMES: usize = 60;
 /// Hypotheses handed to the relocaliser per view.
 pub const LAYOUT_HYPOTHESES: usize = 5;
-/// How far down the ranking the relocaliser's last resort goes ([`SceneLayout::ranked_hypotheses`]): the
-/// bench's scene_019/view_05 is placed from its 29th (0.008 m, 53 inliers).
+/// How far down the ranking the relocaliser's last resort goes ([`SceneLayout::ranked_hypotheses`]): a view
+/// whose floor outline is ambiguous can have its only right hypothesis far down the ranking.
 pub const DEEP_LAYOUT_HYPOTHESES: usize = 40;
 
 /// A scene's floor model and layout index.
@@ -32,8 +32,22 @@ impl SceneLayout {
     /// Trains the floor model on the keyframes of `slam` (colour and depth read from the TUM export at
     /// `sequence`) and builds the layout index of `map`'s grid; `None` (warned) when the map has no free
     /// space or the keyframes show too little floor.
+    /// The camera heights and fallback pitches searched are the exploration's own
+    /// ([`crate::priors::CameraPriors`]), the defaults only when it has too few keyframes.
     pub fn build(map: &SemanticMap, slam: &SlamMap, sequence: &Path) -> Result<Option<Self>, BaselineError> {
-        Self::build_with(map, slam, sequence, LayoutConfig::default())
+        let config = match crate::priors::CameraPriors::from_exploration(map, slam) {
+            Some(priors) => {
+                tracing::debug!(
+                    "layout priors from {} keyframes: heights {:?} m, pitches {:?}°",
+                    priors.keyframes,
+                    priors.heights_m,
+                    priors.pitches_deg
+                );
+                priors.layout_config(LayoutConfig::default())
+            }
+            None => LayoutConfig::default(),
+        };
+        Self::build_with(map, slam, sequence, config)
     }
 
     /// [`Self::build`] with other settings of the layout search.
@@ -111,9 +125,8 @@ impl SceneLayout {
 }
 
 /// A camera pose turned `degrees` about its own vertical axis (the camera's y, pointing down), in place.
-/// A nearly square room's floor outline matches the view about as well a quarter turn off: on the bench,
-/// scene_009/view_00's layout hypotheses near the truth were all 85–101° off; turned, one is placed (0.007 m),
-/// and `gst bench reloc` places 103 of 120 views instead of 102, none lost, no new wrong pose.
+/// A nearly square room's floor outline matches the view about as well a quarter turn off, so hypotheses near
+/// the right place can all be about 90° off; turned, one of them can be verified.
 pub fn turned_quarter(world_from_camera: &Pose3, degrees: f64) -> Pose3 {
     let turn = nalgebra::UnitQuaternion::from_axis_angle(&nalgebra::Vector3::y_axis(), degrees.to_radians());
     Pose3(world_from_camera.0 * nalgebra::Isometry3::from_parts(nalgebra::Translation3::identity(), turn))

@@ -88,11 +88,26 @@ impl SceneSlam {
             );
             (SlamMap::from_output(&output), output.trajectory)
         };
+        // Upright PnP models a camera carried without roll: kept only where the exploration shows one.
+        let mut config = config.clone();
+        let keyframe_poses: Vec<Pose3> = map.keyframes.iter().map(|k| Pose3(k.world_from_camera)).collect();
+        let level_from_world = gst_core::gravity_alignment(&keyframe_poses);
+        let level = keyframe_poses.iter().map(|p| level_from_world * *p);
+        if let Some(priors) = crate::priors::CameraPriors::from_poses(level, 0.0)
+            && config.relocalize_upright
+            && !priors.roll_free()
+        {
+            tracing::info!(
+                "{scene}: the exploration camera rolls ({:.1}° at the 90th percentile): no upright PnP",
+                priors.roll_p90_deg
+            );
+            config.relocalize_upright = false;
+        }
         let mut slam = SceneSlam {
             map,
             trajectory,
             poses,
-            config: config.clone(),
+            config,
             places: std::sync::OnceLock::new(),
             lookup: std::sync::OnceLock::new(),
             sequence_dir: sequence.clone(),

@@ -35,7 +35,7 @@ use gst_sim::alter::{Alteration, alter_scene};
 use gst_sim::annotate::{AnnotationBuilder, Bbox2, InstanceAnnotation, TargetFilter, draw_box};
 use gst_sim::explore::{ExploreConfig, explore, sub_trajectories};
 use gst_sim::geometry::build_render_scene;
-use gst_sim::library::FurnitureLibrary;
+use gst_sim::library::{FurnitureLibrary, ModelSplit};
 use gst_sim::noise::DepthSensor;
 use gst_sim::plan::PlanConfig;
 use gst_sim::render::{Frame, RenderOptions, render, render_into};
@@ -925,6 +925,19 @@ pub fn run_job(
     {
         return Ok(record);
     }
+    // Training scenes of a bench furnished with held-out models take the other models: nothing trained on
+    // them may have seen a test scene's furniture.
+    let seen_config;
+    let config = if job.split == "train" && config.scene.furnish.models == ModelSplit::Unseen {
+        seen_config = {
+            let mut c = config.clone();
+            c.scene.furnish.models = ModelSplit::Seen;
+            c
+        };
+        &seen_config
+    } else {
+        config
+    };
     let (record, questions) = build_scene(&split_dir, &job.name, job.seed, config, library)?;
     for question in &questions {
         gst_io::gst::write_question(

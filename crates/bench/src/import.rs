@@ -1,13 +1,15 @@
-//! Predictions written by the harnesses, read for `gst score`: lmms-eval's samples JSONL (`--log_samples`,
-//! one `*_samples_<task>.jsonl` per task, or a folder of them) and VLMEvalKit's prediction TSV.
+//! Predictions written by the harnesses, read for `gst score` and `gst eval --answerer import`: lmms-eval's
+//! samples JSONL (`--log_samples`, one `*_samples_<task>.jsonl` per task, or a folder of them) and
+//! VLMEvalKit's prediction table, as xlsx (its default) or TSV.
 //!
 //! - lmms-eval: each line is a logged sample, `{"doc_id", "doc": {...}, "filtered_resps": [...], "resps":
 //!   [[...]], "gst_score": {...}}`. The uid is the document's `uid` (our export's field); the prediction is
 //!   the raw response, `filtered_resps[0]` (generate_until's "none" filter keeps it as the model wrote it).
 //! - VLMEvalKit: a tab-separated table with a header; the uid is the `uid` column (our export's), else
 //!   `index`; the prediction is the `prediction` column. Fields may be double-quoted as pandas writes them
-//!   (quotes doubled inside; tabs and newlines allowed inside quotes). The xlsx form is not read: save it as
-//!   TSV (VLMEvalKit writes both for most datasets).
+//!   (quotes doubled inside; tabs and newlines allowed inside quotes). The xlsx form (the first sheet, the
+//!   same columns) is read with `calamine`, a pure-Rust spreadsheet reader; numbers in it are read as text
+//!   (`3.0` as `3`), as pandas would print them for an integer column.
 //!
 //! A harness run is expected to cover the whole split: [`check_complete`] names the first question
 //! without a prediction.
@@ -29,6 +31,8 @@ pub enum PredictionFormat {
     LmmsEvalSamples,
     /// VLMEvalKit's prediction table, as TSV.
     VlmEvalKitTsv,
+    /// VLMEvalKit's prediction table, as xlsx.
+    VlmEvalKitXlsx,
 }
 
 impl PredictionFormat {
@@ -46,8 +50,8 @@ fn read_text(path: &Path) -> Result<String, BenchError> {
     std::fs::read_to_string(path).map_err(|error| BenchError::ReadPredictions { path: path.into(), error })
 }
 
-/// Reads predictions in any of the three formats: a folder is read as lmms-eval's output folder (every
-/// `*samples_*.jsonl` under it, in name order); a `.tsv` file as VLMEvalKit's table; a JSONL file as
+/// Reads predictions in any of the formats: a folder is read as lmms-eval's output folder (every
+/// `*samples_*.jsonl` under it, in name order); a `.tsv` or `.xlsx` file as VLMEvalKit's table; a JSONL file as
 /// lmms-eval's samples when its first line has `doc_id`, else as ours.
 pub fn read_predictions(path: &Path) -> Result<(Predictions, PredictionFormat), BenchError> {
     if path.is_dir() {
@@ -78,6 +82,9 @@ pub fn read_predictions(path: &Path) -> Result<(Predictions, PredictionFormat), 
             }
         }
         return Ok((Predictions { source: path.into(), entries }, PredictionFormat::LmmsEvalSamples));
+    }
+    if path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("xlsx")) {
+        return Ok((read_vlmevalkit_xlsx(path)?, PredictionFormat::VlmEvalKitXlsx));
     }
     let text = read_text(path)?;
     if path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("tsv")) {
@@ -217,14 +224,50 @@ fn tsv_records(text: &str) -> Vec<(usize, Vec<String>)> {
 /// Parses VLMEvalKit's prediction table (TSV with a header: `uid` or `index`, and `prediction`).
 pub fn parse_vlmevalkit_tsv(path: &Path, text: &str) -> Result<Predictions, BenchError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut records = tsv_records(text).into_iter();
-    let (_, header) = records.next().ok_or_else(|| malformed(path, 1, "empty table"))?;
+    vlmevalkit_table(path, tsv_records(text))
+}
+
+/// A spreadsheet cell as text: numbers as pandas prints them (an integral float without `.0`).
+fn cell_text(cell: &calamine::Data) -> String {
+    match cell {
+        calamine::Data::Empty => String::new(),
+        calamine::Data::String(text) => text.clone(),
+        calamine::Data::Float(value) if value.fract() == 0.0 && value.abs() < 1e15 => {
+            format!("{}", *value as i64)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Reads VLMEvalKit's prediction table as xlsx (its default `PRED_FORMAT`): the first sheet.
+pub fn read_vlmevalkit_xlsx(path: &Path) -> Result<Predictions, BenchError> {
+    use calamine::Reader;
+    let mut workbook: calamine::Xlsx<_> = calamine::open_workbook(path)
+        .map_err(|e: calamine::XlsxError| malformed(path, 0, format!("not a readable xlsx file: {e}")))?;
+    let range = workbook
+        .worksheet_range_at(0)
+        .ok_or_else(|| malformed(path, 0, "the workbook has no sheet"))?
+        .map_err(|e| malformed(path, 0, format!("cannot read the first sheet: {e}")))?;
+    let first_row = range.start().map_or(0, |(row, _)| row as usize);
+    let records = range
+        .rows()
+        .enumerate()
+        .map(|(k, row)| (first_row + k + 1, row.iter().map(cell_text).collect::<Vec<_>>()))
+        .filter(|(_, fields)| fields.iter().any(|f| !f.is_empty()))
+        .collect();
+    vlmevalkit_table(path, records)
+}
+
+/// The predictions of a VLMEvalKit table given as records (1-based line or row number, fields).
+fn vlmevalkit_table(path: &Path, records: Vec<(usize, Vec<String>)>) -> Result<Predictions, BenchError> {
+    let mut records = records.into_iter();
+    let (header_line, header) = records.next().ok_or_else(|| malformed(path, 1, "empty table"))?;
     let column = |name: &str| header.iter().position(|h| h.trim() == name);
     let uid_column = column("uid")
         .or_else(|| column("index"))
-        .ok_or_else(|| malformed(path, 1, "the header has neither a uid nor an index column"))?;
-    let prediction_column =
-        column("prediction").ok_or_else(|| malformed(path, 1, "the header has no prediction column"))?;
+        .ok_or_else(|| malformed(path, header_line, "the header has neither a uid nor an index column"))?;
+    let prediction_column = column("prediction")
+        .ok_or_else(|| malformed(path, header_line, "the header has no prediction column"))?;
     let mut entries = Vec::new();
     let mut line_of_uid: HashMap<String, usize> = HashMap::new();
     for (line, fields) in records {

@@ -1,6 +1,8 @@
 //! `gst export`: the lmms-eval task folder scores exactly as `gst score` (its utils.py run through a shim of
-//! lmms-eval's task loader, `tests/harness/lmms_task_check.py`, with the project's Python), the release's
-//! samples export and load, and bad input fails naming the question with nothing written.
+//! lmms-eval's task loader, `tests/harness/lmms_task_check.py`, with the project's Python), so does the
+//! VLMEvalKit dataset (its gst_vlmeval.py run as the entry point over a shim of the vlmeval modules it
+//! touches, `tests/harness/vlmeval_shim/`, by `tests/harness/vlmeval_check.py`), the release's samples
+//! export and load in every format, and bad input fails naming the question with nothing written.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gst_bench::export::{ExportFormat, export, task_name};
+use gst_bench::export::{ExportFormat, VLMEVAL_GLOBAL, VLMEVAL_LOCAL, export, setting_key, task_name};
 use gst_bench::{Predictions, score};
 use gst_core::{Answer, AnswerKind, Question, QuestionImage, Setting, TaskId};
 
@@ -170,17 +172,7 @@ fn lmms_eval_task_scores_exactly_as_gst_score() {
         assert_eq!((source.ino(), source.dev()), (linked.ino(), linked.dev()));
     }
 
-    let mut lines = String::new();
-    let mut texts = Vec::new();
-    for (k, question) in bench.questions.iter().enumerate() {
-        if let Some(text) = prediction_for(&question.answer, k) {
-            lines.push_str(&serde_json::json!({"uid": question.uid, "prediction": text}).to_string());
-            lines.push('\n');
-            texts.push((question.uid.clone(), text));
-        }
-    }
-    let predictions_path = work.path().join("predictions.jsonl");
-    std::fs::write(&predictions_path, &lines).unwrap();
+    let (predictions_path, texts) = write_predictions(&bench, work.path());
     let report = score(&bench.questions, &Predictions::read(&predictions_path).unwrap()).unwrap();
 
     // Every prediction text, extracted by Rust, is what gst_score.py must extract.
@@ -228,6 +220,117 @@ fn lmms_eval_task_scores_exactly_as_gst_score() {
     assert!((avg - group).abs() < 0.01, "Avg: gst score {avg}, lmms-eval group {group}");
 }
 
+/// Writes the predictions of [`prediction_for`] as our JSONL; returns its path and the texts by uid.
+fn write_predictions(bench: &Bench, dir: &Path) -> (PathBuf, Vec<(String, String)>) {
+    let mut lines = String::new();
+    let mut texts = Vec::new();
+    for (k, question) in bench.questions.iter().enumerate() {
+        if let Some(text) = prediction_for(&question.answer, k) {
+            lines.push_str(&serde_json::json!({"uid": question.uid, "prediction": text}).to_string());
+            lines.push('\n');
+            texts.push((question.uid.clone(), text));
+        }
+    }
+    let path = dir.join("predictions.jsonl");
+    std::fs::write(&path, &lines).unwrap();
+    (path, texts)
+}
+
+fn run_vlmeval_check(export_dir: &Path, predictions: &Path, work: &Path) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/harness/vlmeval_check.py");
+    let output =
+        Command::new(python()).arg(script).arg(export_dir).arg(predictions).arg(work).output().unwrap();
+    assert!(output.status.success(), "vlmeval check failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("vlmeval check prints JSON")
+}
+
+#[test]
+fn vlmevalkit_dataset_scores_exactly_as_gst_score() {
+    let bench = synthetic_bench();
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("vlmeval");
+    let summary = export(&bench.root, ExportFormat::VlmEvalKit, &out).unwrap();
+    assert_eq!(summary.questions, bench.questions.len());
+    assert_eq!(summary.subsets, [VLMEVAL_GLOBAL, VLMEVAL_LOCAL]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let source = std::fs::metadata(bench.root.join("videos/scene_001/video1.mp4")).unwrap();
+        let linked = std::fs::metadata(out.join("media/videos/scene_001/video1.mp4")).unwrap();
+        assert_eq!((source.ino(), source.dev()), (linked.ino(), linked.dev()));
+    }
+
+    let (predictions_path, _) = write_predictions(&bench, work.path());
+    let report = score(&bench.questions, &Predictions::read(&predictions_path).unwrap()).unwrap();
+    let result = run_vlmeval_check(&out, &predictions_path, work.path());
+
+    // Every column of VLMEvalKit's evaluation equals gst score's, and so does the Avg, with the prediction
+    // table written as xlsx (VLMEvalKit's default) and as tsv; `gst score` reads both back to the same.
+    for suffix in ["xlsx", "tsv"] {
+        let runs = &result["runs"][suffix];
+        let mut compared = 0;
+        let mut distinct = std::collections::BTreeSet::new();
+        for (&(task, setting), cell) in &report.cells {
+            let name = if setting.is_global() { VLMEVAL_GLOBAL } else { VLMEVAL_LOCAL };
+            let table = runs[name]["table"].as_array().unwrap();
+            let row = table
+                .iter()
+                .find(|row| row["column"] == task.column() && row["setting"] == setting_key(setting))
+                .unwrap_or_else(|| panic!("no row for {} {setting} in {table:?}", task.column()));
+            let (ours, theirs) = (cell.mean_pct().unwrap(), row["score"].as_f64().unwrap());
+            assert!(
+                (ours - theirs).abs() < 0.01,
+                "{suffix} {} {setting}: gst score {ours}, VLMEvalKit {theirs}",
+                task.column()
+            );
+            assert_eq!(row["questions"].as_u64(), Some(cell.questions as u64));
+            distinct.insert((ours * 1000.0).round() as i64);
+            compared += 1;
+        }
+        assert_eq!(compared, report.cells.len());
+        assert!(compared > 12, "the global columns and local cells: {compared}");
+        assert!(distinct.len() > 3, "the predictions must give different scores per column: {distinct:?}");
+        let global = runs[VLMEVAL_GLOBAL]["table"].as_array().unwrap();
+        let avg_row = global.iter().find(|row| row["column"] == "Avg").unwrap();
+        let avg = report.average_pct().unwrap();
+        assert!((avg - avg_row["score"].as_f64().unwrap()).abs() < 0.01, "Avg: {avg} vs {avg_row}");
+
+        for (name, global) in [(VLMEVAL_GLOBAL, true), (VLMEVAL_LOCAL, false)] {
+            let file = PathBuf::from(runs[name]["result_file"].as_str().unwrap());
+            let (imported, format) = gst_bench::import::read_predictions(&file).unwrap();
+            let expected = if suffix == "xlsx" {
+                gst_bench::import::PredictionFormat::VlmEvalKitXlsx
+            } else {
+                gst_bench::import::PredictionFormat::VlmEvalKitTsv
+            };
+            assert_eq!(format, expected);
+            let questions: Vec<Question> =
+                bench.questions.iter().filter(|q| q.setting.is_global() == global).cloned().collect();
+            gst_bench::import::check_complete(&questions, &imported).unwrap();
+            let again = score(&questions, &imported).unwrap();
+            for (key, cell) in &again.cells {
+                assert!((cell.total - report.cells[key].total).abs() < 1e-9, "{suffix} {key:?}");
+            }
+        }
+    }
+
+    // Bad prediction tables: a question without a row, a question twice, an unknown uid.
+    let uids: Vec<String> = serde_json::from_value(result["uids"].clone()).unwrap();
+    let error = |what: &str| result["errors"][what].as_str().unwrap_or_default().to_string();
+    assert!(
+        error("missing").contains(&uids[1]) && error("missing").contains("no prediction"),
+        "{}",
+        error("missing")
+    );
+    assert!(
+        error("duplicate").contains(&uids[2]) && error("duplicate").contains("already"),
+        "{}",
+        error("duplicate")
+    );
+    assert!(error("unknown").contains("'nope'"), "{}", error("unknown"));
+}
+
 #[test]
 fn the_released_samples_export_and_load() {
     let work = tempfile::tempdir().unwrap();
@@ -264,6 +367,17 @@ fn the_released_samples_export_and_load() {
     assert_eq!(doc["answer"], "C");
     assert_eq!(doc["images"][0], "media/image_01_school_geography.png");
     assert_eq!(doc["texts"][1].as_str().map(|t| t.ends_with("\nA.")), Some(true));
+
+    // The VLMEvalKit form of the samples loads through the dataset class and scores a prediction table.
+    let vlmeval = work.path().join("vlmeval");
+    let summary = export(&bench, ExportFormat::VlmEvalKit, &vlmeval).unwrap();
+    assert_eq!(summary.subsets, [VLMEVAL_GLOBAL]);
+    let predictions = work.path().join("sample-predictions.jsonl");
+    std::fs::write(&predictions, "").unwrap();
+    let result = run_vlmeval_check(&vlmeval, &predictions, work.path());
+    let table = result["runs"]["xlsx"][VLMEVAL_GLOBAL]["table"].as_array().unwrap();
+    assert_eq!(table.len(), 7, "six columns and the Avg: {table:?}");
+    assert!(table.iter().all(|row| row["score"].as_f64() == Some(0.0)), "no predictions score zero");
 
     let hf = work.path().join("hf");
     export(&bench, ExportFormat::Hf, &hf).unwrap();
@@ -303,6 +417,22 @@ fn bad_input_names_the_question_and_writes_nothing() {
     std::fs::write(&path, renamed).unwrap();
     let error = export(&bench.root, ExportFormat::Hf, &out).unwrap_err().to_string();
     assert!(error.contains(&bench.questions[3].uid) && error.contains("Object_Counting"), "{error}");
+    assert!(leftovers(work.path()).is_empty());
+    std::fs::write(&path, text).unwrap();
+
+    // VLMEvalKit reads `<video>.mp4`: another container is refused, naming the question.
+    let victim = &bench.questions[5];
+    let path = bench.root.join("questions").join(format!("{}.json", victim.uid));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let avi = victim.copied_video_path.replace(".mp4", ".avi");
+    std::fs::copy(
+        bench.root.join(victim.copied_video_path.trim_start_matches("../")),
+        bench.root.join(avi.trim_start_matches("../")),
+    )
+    .unwrap();
+    std::fs::write(&path, text.replacen(&victim.copied_video_path, &avi, 1)).unwrap();
+    let error = export(&bench.root, ExportFormat::VlmEvalKit, &out).unwrap_err().to_string();
+    assert!(error.contains(&victim.uid) && error.contains("not an .mp4"), "{error}");
     assert!(leftovers(work.path()).is_empty());
     std::fs::write(&path, text).unwrap();
 

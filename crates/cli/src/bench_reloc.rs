@@ -55,7 +55,7 @@ pub struct RelocBenchArgs {
     /// Only the first N scenes.
     #[arg(long)]
     pub scenes: Option<usize>,
-    /// Only views whose image path contains this (e.g. `scene_005/view_01`); scenes without such a view
+    /// Only views whose image path contains this (e.g. `SCENE/VIEW`: a scene folder and a view's file stem); scenes without such a view
     /// are skipped.
     #[arg(long)]
     pub view: Option<String>,
@@ -164,7 +164,7 @@ pub fn run(args: &RelocBenchArgs) -> Result<()> {
         scenes.truncate(n);
     }
     if let Some(view) = &args.view {
-        // A filter naming a scene (`scene_005/view_01`) spares the other scenes' SLAM.
+        // A filter naming a scene (`SCENE/VIEW`) spares the other scenes' SLAM.
         scenes.retain(|scene| !view.contains('/') || view.contains(&format!("{scene}/")));
     }
     anyhow::ensure!(!scenes.is_empty(), "{}: no scene has views.json", args.data.display());

@@ -3,6 +3,10 @@
 //! `OUT/predictions.jsonl` is what `gst score` reads; `OUT/scores.json` holds the tables as `gst score
 //! --json` prints them; `OUT/errors.jsonl` lists questions the answerer failed on (scored as wrong, tried
 //! again on the next run); `OUT/cache/` keeps per-video work (maps) between runs.
+//!
+//! `--answerer import --predictions FILE` runs no model: it takes a harness's output (lmms-eval's samples
+//! JSONL or output folder, VLMEvalKit's prediction TSV or xlsx, or our predictions JSONL), which must
+//! answer every question, and writes and prints the same `predictions.jsonl`, `scores.json` and table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +29,8 @@ pub enum AnswererKind {
     Vlm,
     /// The explicit-map baseline: SLAM, semantic map, answers by geometry (see --poses, --perception).
     Map,
+    /// No model: score a harness's output given with --predictions (lmms-eval samples, VLMEvalKit table).
+    Import,
 }
 
 /// Poses of the map answerer.
@@ -66,6 +72,10 @@ pub struct EvalArgs {
     /// Output directory: predictions.jsonl, scores.json, errors.jsonl, cache/.
     #[arg(long)]
     pub out: PathBuf,
+    /// With `--answerer import`: the harness's output (lmms-eval samples JSONL or its output folder,
+    /// VLMEvalKit's prediction .tsv or .xlsx, or our predictions JSONL).
+    #[arg(long)]
+    pub predictions: Option<PathBuf>,
     /// Seed of the random answerer.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -84,8 +94,8 @@ pub struct EvalArgs {
     /// Object perception of the map answerer.
     #[arg(long, value_enum, default_value = "marked")]
     pub perception: PerceptionArg,
-    /// Object classifier of the map answerer (`gst train-objects`); default models/objects.json when it
-    /// exists.
+    /// Object classifier of the map answerer (`gst train-objects`); default: the one built into the binary
+    /// (the repository's models/objects.json at build time).
     #[arg(long)]
     pub objects_model: Option<PathBuf>,
     /// Pose hypotheses from layout place recognition per current view of the map answerer (its floor
@@ -103,6 +113,22 @@ pub struct EvalArgs {
 pub const VLM_RESPONSE_CACHE: &str = "cache/vlm-responses";
 
 pub fn run(args: &EvalArgs) -> Result<()> {
+    anyhow::ensure!(
+        args.predictions.is_none() || args.answerer == AnswererKind::Import,
+        "--predictions is for --answerer import (a harness's output to score)"
+    );
+    if args.answerer == AnswererKind::Import {
+        let predictions =
+            args.predictions.as_deref().context("--answerer import needs --predictions FILE")?;
+        let name = args.name.clone().unwrap_or_else(|| "imported".to_string());
+        let outcome = import(&args.bench, predictions, &args.out, &name)?;
+        let text = if args.json { outcome.json } else { outcome.text };
+        #[allow(clippy::print_stdout)] // the command's report
+        {
+            print!("{text}");
+        }
+        return Ok(());
+    }
     let mut vlm: Option<Arc<dyn Vlm>> = None;
     let answerer: Box<dyn Answerer> = match args.answerer {
         AnswererKind::Random => Box::new(RandomAnswerer { seed: args.seed }),
@@ -115,6 +141,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             map_answerer(args.poses, args.views, args.perception, args.objects_model.as_deref())?
                 .with_layout_hypotheses(args.layout_hypotheses),
         ),
+        AnswererKind::Import => unreachable!("handled above"),
     };
     let name = args.name.clone().unwrap_or_else(|| answerer.name());
     let outcome = evaluate(&args.bench, &args.out, answerer.as_ref(), &name)?;
@@ -188,7 +215,6 @@ pub struct EvalOutcome {
 
 /// Runs `answerer` over a split (resumably, with a progress bar), scores it and writes `OUT/scores.json`.
 pub fn evaluate(bench: &Path, out: &Path, answerer: &dyn Answerer, name: &str) -> Result<EvalOutcome> {
-    let paper = PaperTable::embedded()?;
     let files = read_bench_questions(bench, QuestionReadOptions { check_files: true })?;
     anyhow::ensure!(!files.is_empty(), "{}: no question files", bench.display());
     let bar = crate::progress::bar(files.len() as u64, "answering");
@@ -219,15 +245,64 @@ pub fn evaluate(bench: &Path, out: &Path, answerer: &dyn Answerer, name: &str) -
     }
 
     let questions: Vec<_> = files.into_iter().map(|file| file.question).collect();
+    score_out(&questions, out, name, summary)
+}
+
+/// Scores a harness's output file as `gst eval` scores its own run: the file must answer every question;
+/// it is converted to `OUT/predictions.jsonl` (refused when OUT already holds one), then scored into
+/// `OUT/scores.json` and the text tables.
+pub fn import(bench: &Path, harness_file: &Path, out: &Path, name: &str) -> Result<EvalOutcome> {
+    let start = std::time::Instant::now();
+    let files = read_bench_questions(bench, QuestionReadOptions::default())?;
+    anyhow::ensure!(!files.is_empty(), "{}: no question files", bench.display());
+    let questions: Vec<_> = files.into_iter().map(|file| file.question).collect();
+    let (predictions, format) = gst_bench::import::read_predictions(harness_file)?;
+    if format.is_harness() {
+        gst_bench::import::check_complete(&questions, &predictions)?;
+    }
+    // Unknown and repeated uids fail here, naming the file and line, before anything is written.
+    score(&questions, &predictions)
+        .with_context(|| format!("scoring {} against {}", harness_file.display(), bench.display()))?;
+    let predictions_path = out.join(PREDICTIONS);
+    anyhow::ensure!(
+        !predictions_path.exists(),
+        "{} exists (an earlier run's); import into an empty output folder",
+        predictions_path.display()
+    );
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut lines = String::new();
+    for entry in &predictions.entries {
+        lines.push_str(&serde_json::json!({"uid": entry.uid, "prediction": entry.text}).to_string());
+        lines.push('\n');
+    }
+    gst_io::atomic_write(&predictions_path, lines.as_bytes())?;
+    let summary = EvalSummary {
+        questions: questions.len(),
+        reused: 0,
+        answered: predictions.entries.len(),
+        failed: 0,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    score_out(&questions, out, name, summary)
+}
+
+/// Scores `OUT/predictions.jsonl` and writes `OUT/scores.json`.
+fn score_out(
+    questions: &[gst_core::Question],
+    out: &Path,
+    name: &str,
+    summary: EvalSummary,
+) -> Result<EvalOutcome> {
+    let paper = PaperTable::embedded()?;
     let predictions_path = out.join(PREDICTIONS);
     let predictions = Predictions::read(&predictions_path)?;
     let report =
-        score(&questions, &predictions).with_context(|| format!("scoring {}", predictions_path.display()))?;
+        score(questions, &predictions).with_context(|| format!("scoring {}", predictions_path.display()))?;
     let tables = ScoreTables::new(&report, &paper, name);
     // Fallback answers (a current view that did not relocalise, a target not found) are scored as given and
     // counted per column, so that a table shows how much of a column rests on them.
     let lines = gst_baseline::read_predictions(&predictions_path)?;
-    let fallbacks = gst_baseline::fallback_counts(&questions, &lines);
+    let fallbacks = gst_baseline::fallback_counts(questions, &lines);
     let mut value = serde_json::to_value(&tables).context("serialising the tables")?;
     if let serde_json::Value::Object(fields) = &mut value {
         fields.insert("fallbacks".into(), serde_json::to_value(&fallbacks).context("serialising fallbacks")?);
@@ -251,4 +326,84 @@ pub fn fallback_line(fallbacks: &std::collections::BTreeMap<&str, usize>) -> Str
         .filter_map(|c| fallbacks.get(c).map(|n| format!("{c} {n}")))
         .collect();
     format!("fallback answers (scored as given): {}\n", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gst-samples")
+    }
+
+    /// An lmms-eval samples file answering the release's six sample questions: the first three with the
+    /// true answer, the rest with a wrong or unreadable output.
+    fn lmms_samples(skip: Option<usize>, repeat: Option<usize>) -> Result<(String, Vec<gst_core::Question>)> {
+        let questions: Vec<_> = read_bench_questions(&samples(), QuestionReadOptions::default())?
+            .into_iter()
+            .map(|file| file.question)
+            .collect();
+        let mut text = String::new();
+        let mut line = |k: usize, question: &gst_core::Question| {
+            let answer = if k < 3 { question.answer.to_string() } else { "no idea".to_string() };
+            let sample =
+                serde_json::json!({"doc_id": k, "doc": {"uid": question.uid}, "filtered_resps": [answer]});
+            text.push_str(&format!("{sample}\n"));
+        };
+        for (k, question) in questions.iter().enumerate() {
+            if Some(k) != skip {
+                line(k, question);
+            }
+            if Some(k) == repeat {
+                line(k, question);
+            }
+        }
+        Ok((text, questions))
+    }
+
+    #[test]
+    fn import_scores_a_harness_file_as_eval_scores_its_own_run() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (text, questions) = lmms_samples(None, None)?;
+        let file = dir.path().join("run_samples_gst_bench.jsonl");
+        std::fs::write(&file, &text)?;
+        let out = dir.path().join("eval");
+        let outcome = import(&samples(), &file, &out, "my-vlm-lmms")?;
+        // The same numbers as scoring the file directly, in eval's outputs.
+        let (predictions, _) = gst_bench::import::read_predictions(&file)?;
+        let report = score(&questions, &predictions)?;
+        let expected = ScoreTables::new(&report, &PaperTable::embedded()?, "my-vlm-lmms");
+        assert_eq!(serde_json::to_value(&outcome.tables)?, serde_json::to_value(&expected)?);
+        assert!(outcome.text.contains("my-vlm-lmms"), "{}", outcome.text);
+        let written = std::fs::read_to_string(out.join("scores.json"))?;
+        assert_eq!(written, outcome.json);
+        let ours = Predictions::read(&out.join(PREDICTIONS))?;
+        assert_eq!(ours.entries.len(), 6);
+        let avg = report.average_pct().unwrap_or_default();
+        assert!((avg - 50.0).abs() < 1e-9, "three of six columns right: {avg}");
+
+        // A second import into the same folder is refused rather than mixed with the first.
+        let again = import(&samples(), &file, &out, "x").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(again.contains("exists"), "{again}");
+        Ok(())
+    }
+
+    #[test]
+    fn import_refuses_missing_and_repeated_questions_writing_nothing() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        for (skip, repeat, wanted) in
+            [(Some(4), None, "has no prediction"), (None, Some(2), "already predicted")]
+        {
+            let (text, questions) = lmms_samples(skip, repeat)?;
+            let file = dir.path().join("samples_gst.jsonl");
+            std::fs::write(&file, &text)?;
+            let out = dir.path().join("eval");
+            let error =
+                import(&samples(), &file, &out, "m").err().map(|e| format!("{e:#}")).unwrap_or_default();
+            let uid = &questions[skip.or(repeat).unwrap_or_default()].uid;
+            assert!(error.contains(wanted) && error.contains(uid.as_str()), "{error}");
+            assert!(!out.exists(), "nothing is written for a bad file");
+        }
+        Ok(())
+    }
 }

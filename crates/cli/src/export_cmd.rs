@@ -1,4 +1,5 @@
-//! `gst export`: a benchmark split as an lmms-eval task folder or a Hugging Face datasets folder.
+//! `gst export`: a benchmark split as an lmms-eval task folder, a VLMEvalKit video dataset or a Hugging Face
+//! datasets folder.
 //! Parsing only; the export itself is `gst_bench::export`.
 
 use std::path::PathBuf;
@@ -14,6 +15,9 @@ pub enum FormatArg {
     /// gst_bench_local, utils.py with gst score's metrics).
     #[value(name = "lmms-eval")]
     LmmsEval,
+    /// A VLMEvalKit video dataset: GST_Bench.tsv and GST_Bench_Local.tsv, media/, and gst_vlmeval.py (the
+    /// dataset class, its registration and a launcher of VLMEvalKit's run).
+    Vlmevalkit,
     /// A Hugging Face datasets folder: data/test.jsonl, media/ and a README.md dataset card.
     Hf,
 }
@@ -32,6 +36,7 @@ pub struct ExportArgs {
 pub fn run(args: &ExportArgs) -> Result<()> {
     let format = match args.format {
         FormatArg::LmmsEval => ExportFormat::LmmsEval,
+        FormatArg::Vlmevalkit => ExportFormat::VlmEvalKit,
         FormatArg::Hf => ExportFormat::Hf,
     };
     let summary = export(&args.bench, format, &args.out)

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 
 use gst_bench::generate::{GenerateConfig, Manifest, run_job, scene_jobs, write_manifest};
-use gst_sim::library::FurnitureLibrary;
+use gst_sim::library::{FurnitureLibrary, ModelSplit};
 use gst_sim::noise::DepthSensor;
 
 use crate::progress;
@@ -35,8 +35,47 @@ pub struct GenerateArgs {
     /// `depth_sensor`. See docs/protocol.md.
     #[arg(long, value_name = "PROFILE|FILE")]
     pub depth_sensor: Option<String>,
+    /// A split with a role (`dev`, `val`, `test`; see docs/protocol.md): its seed, scene count and
+    /// furniture models come from the split table (built into the binary from baselines/bench/splits.json, or
+    /// `--splits FILE`) instead of --seed and --scenes.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["seed", "scenes"])]
+    pub split: Option<String>,
+    /// Split table to read --split from (default: the one built into the binary).
+    #[arg(long, value_name = "FILE", requires = "split")]
+    pub splits: Option<PathBuf>,
     #[command(flatten)]
     pub furniture: FurnitureArgs,
+}
+
+/// The split table built into the binary: `baselines/bench/splits.json` when it was compiled.
+pub const BUILTIN_SPLITS: &str = include_str!("../../../baselines/bench/splits.json");
+
+/// One split of the table: what `gst generate --split NAME` builds.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitSpec {
+    pub seed: u64,
+    pub scenes: usize,
+    pub models: ModelSplit,
+    /// What the split may be used for.
+    pub role: String,
+}
+
+/// The split table from `path`, or the built-in one.
+pub fn read_splits(path: Option<&std::path::Path>) -> Result<std::collections::BTreeMap<String, SplitSpec>> {
+    let (text, origin) = match path {
+        Some(path) => (
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?,
+            path.display().to_string(),
+        ),
+        None => (BUILTIN_SPLITS.to_string(), "the built-in split table".to_string()),
+    };
+    let splits: std::collections::BTreeMap<String, SplitSpec> =
+        serde_json::from_str(&text).with_context(|| format!("{origin}: malformed split table"))?;
+    if let Some((name, _)) = splits.iter().find(|(_, s)| s.scenes == 0) {
+        bail!("{origin}: split {name} has no scenes");
+    }
+    Ok(splits)
 }
 
 /// Reads a `GenerateConfig` JSON file (missing fields take their defaults).
@@ -86,18 +125,39 @@ pub fn generate(
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
-    if args.scenes + args.train_scenes == 0 {
-        bail!("nothing to generate: --scenes and --train-scenes are both 0");
-    }
     let mut config = match &args.config {
         Some(path) => read_config(path)?,
         None => GenerateConfig::default(),
     };
+    let (mut scenes, mut seed) = (args.scenes, args.seed);
+    if let Some(name) = &args.split {
+        let splits = read_splits(args.splits.as_deref())?;
+        let Some(spec) = splits.get(name) else {
+            let known: Vec<&str> = splits.keys().map(String::as_str).collect();
+            bail!("--split {name}: no such split (known: {})", known.join(", "));
+        };
+        if config.scene.furnish.models != ModelSplit::All && config.scene.furnish.models != spec.models {
+            bail!(
+                "--split {name} furnishes with {:?} models, the config asks for {:?}",
+                spec.models,
+                config.scene.furnish.models
+            );
+        }
+        (scenes, seed) = (spec.scenes, spec.seed);
+        config.scene.furnish.models = spec.models;
+        eprintln!(
+            "split {name} ({}): seed {seed}, {scenes} scenes, {:?} furniture models",
+            spec.role, spec.models
+        );
+    }
+    if scenes + args.train_scenes == 0 {
+        bail!("nothing to generate: --scenes and --train-scenes are both 0");
+    }
     if let Some(sensor) = &args.depth_sensor {
         config.depth_sensor = DepthSensor::from_name_or_file(sensor).context("--depth-sensor")?;
     }
     let library = args.furniture.library()?;
-    let manifest = generate(&args.out, args.scenes, args.train_scenes, args.seed, &config, &library)?;
+    let manifest = generate(&args.out, scenes, args.train_scenes, seed, &config, &library)?;
     #[allow(clippy::print_stdout)] // the command's report
     for (split, counts) in &manifest.questions {
         let total: usize = counts.values().sum();
@@ -110,4 +170,24 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_split_table_names_dev_val_and_a_test_split_of_unseen_models() -> Result<()> {
+        let splits = read_splits(None)?;
+        let names: Vec<&str> = splits.keys().map(String::as_str).collect();
+        assert_eq!(names, ["dev", "test", "val"]);
+        assert_eq!(splits["test"].models, ModelSplit::Unseen);
+        assert!(splits.values().filter(|s| s.models == ModelSplit::Unseen).count() == 1);
+        let dir = tempfile::tempdir()?;
+        let bad = dir.path().join("splits.json");
+        std::fs::write(&bad, r#"{"dev": {"seed": 1, "scenes": 0, "models": "seen", "role": "x"}}"#)?;
+        let error = read_splits(Some(&bad)).err().map(|e| format!("{e:#}")).unwrap_or_default();
+        assert!(error.contains("splits.json") && error.contains("no scenes"), "{error}");
+        Ok(())
+    }
 }

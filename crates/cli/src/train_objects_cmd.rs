@@ -179,22 +179,21 @@ fn leave_one_scene_out(per_scene: &[SceneSamples]) -> Result<Option<HeldOut>> {
     Ok(Some(held_out))
 }
 
-/// The classifier at `path`, or at [`DEFAULT_OBJECTS_MODEL`] when `path` is `None` and that file exists
-/// (`None` with a warning when it does not: semantic targets then fall back).
+/// The classifier `models/objects.json` as it was when this binary was built, so that the default does not
+/// depend on the working directory or on where the binary was installed.
+const BUILTIN_OBJECTS_MODEL: &str = include_str!("../../../models/objects.json");
+
+/// The classifier at `path`, or the built-in one (the repository's `models/objects.json` at build time) when
+/// `path` is `None`.
 pub fn load_classifier(path: Option<&Path>) -> Result<Option<std::sync::Arc<ObjectClassifier>>> {
-    let (path, explicit) = match path {
-        Some(p) => (p.to_path_buf(), true),
-        None => (PathBuf::from(DEFAULT_OBJECTS_MODEL), false),
+    let model = match path {
+        Some(path) => ObjectClassifier::load(path)
+            .with_context(|| format!("loading the object classifier {}", path.display()))?,
+        None => {
+            ObjectClassifier::from_json(BUILTIN_OBJECTS_MODEL, Path::new("<built-in models/objects.json>"))
+                .context("the built-in object classifier")?
+        }
     };
-    if !explicit && !path.is_file() {
-        tracing::warn!(
-            "no object classifier at {} (gst train-objects): semantic targets take the fallback",
-            path.display()
-        );
-        return Ok(None);
-    }
-    let model = ObjectClassifier::load(&path)
-        .with_context(|| format!("loading the object classifier {}", path.display()))?;
     Ok(Some(std::sync::Arc::new(model)))
 }
 

@@ -10,6 +10,7 @@ pub mod error;
 pub mod extract;
 pub mod frame;
 pub mod gravity;
+pub mod hash;
 pub mod image;
 pub mod instance;
 pub mod limits;
@@ -17,6 +18,8 @@ pub mod pose;
 pub mod question;
 pub mod semantic;
 pub mod trajectory;
+
+pub use hash::stable_hash;
 
 pub use calibration::Calibration;
 pub use camera::{Distortion, PinholeCamera};

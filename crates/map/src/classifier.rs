@@ -168,8 +168,15 @@ impl ObjectClassifier {
     pub fn load(path: &Path) -> Result<Self, MapError> {
         let text =
             std::fs::read_to_string(path).map_err(|source| MapError::Io { path: path.into(), source })?;
+        Self::from_json(&text, path)
+    }
+
+    /// A classifier from the JSON text of a model file; `origin` names it in errors (a path, or a label
+    /// such as the built-in model's).
+    pub fn from_json(text: &str, origin: &Path) -> Result<Self, MapError> {
+        let path = origin;
         let model: Self =
-            serde_json::from_str(&text).map_err(|source| MapError::Json { path: path.into(), source })?;
+            serde_json::from_str(text).map_err(|source| MapError::Json { path: path.into(), source })?;
         let invalid = |message: String| MapError::InvalidInput { path: path.into(), message };
         if model.format != CLASSIFIER_FORMAT {
             return Err(invalid(format!("format is {:?}, expected {CLASSIFIER_FORMAT:?}", model.format)));

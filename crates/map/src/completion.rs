@@ -5,7 +5,7 @@
 //! enclosed-hole filling of [`crate::occupancy`] cannot reach them (the unknown runs on through the unseen
 //! walls into the outside). Rooms are rectangles in most houses, and a room's seen floor usually reaches
 //! each of its walls somewhere; so the rectangle spanned by its floor along the map's Manhattan axes
-//! ([`crate::compass::manhattan_yaw`]) is the room, and unknown cells inside it, reached from its floor
+//! ([`crate::manhattan::manhattan_yaw`]) is the room, and unknown cells inside it, reached from its floor
 //! without crossing a seen obstacle, are its floor too.
 //!
 //! A room's floor often runs on past its walls (into a door's opening, or through it where the wavefronts of
@@ -22,8 +22,8 @@
 use std::collections::VecDeque;
 
 use crate::MapConfig;
-use crate::compass::{MIN_SHARPNESS, manhattan_yaw};
 use crate::grid::{GridFrame, neighbours4};
+use crate::manhattan::{MIN_SHARPNESS, manhattan_yaw};
 use crate::occupancy::{CellState, OccupancyGrid};
 use crate::rooms::{RoomSegmentation, describe_rooms};
 

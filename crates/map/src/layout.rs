@@ -80,9 +80,11 @@ pub struct LayoutConfig {
     pub clearance_m: f64,
     /// Image columns read as a scan (default 64).
     pub columns: usize,
-    /// Camera heights above the floor tried, metres (default 1.25, 1.4, 1.55: GST's cameras are at 1.2–1.6).
+    /// Camera heights above the floor tried, metres (default 1.25, 1.4, 1.55: a handheld or head-height
+    /// camera; the map answerer replaces them with the exploration's own, `gst_baseline::priors`).
     pub heights_m: Vec<f64>,
-    /// Pitches tried when the compass gives none, degrees, positive up (default −13, −8, −3).
+    /// Pitches tried when the compass gives none, degrees, positive up (default −13, −8, −3; the map answerer
+    /// replaces them with the exploration's own).
     pub fallback_pitches_deg: Vec<f64>,
     /// Fewest columns with an exact boundary for a search (default 8).
     pub min_exact_columns: usize,

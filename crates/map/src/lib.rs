@@ -17,6 +17,7 @@ pub mod config;
 pub mod error;
 pub mod grid;
 pub mod layout;
+pub mod manhattan;
 pub mod map;
 pub mod objects;
 pub mod occupancy;
@@ -31,7 +32,7 @@ pub use candidates::{CANDIDATE_VOXEL_M, FEATURE_COUNT, ObjectCandidate};
 pub use classifier::{
     AnnotatedBox, ObjectClassifier, TrainingSample, label_candidates, read_annotation_boxes,
 };
-pub use compass::{CompassReading, ManhattanFrame, manhattan_yaw, read_compass, read_pitch, snap_heading};
+pub use compass::{CompassReading, read_compass, read_pitch, snap_heading};
 pub use config::MapConfig;
 pub use error::MapError;
 pub use grid::GridFrame;
@@ -41,6 +42,7 @@ pub use layout::{
     BoundaryKind, ColumnBoundary, FloorModel, FloorModelBuilder, LayoutConfig, LayoutHypothesis, LayoutIndex,
     PixelFeatures, floor_boundary,
 };
+pub use manhattan::{ManhattanFrame, manhattan_yaw};
 pub use map::{
     MapBuilder, MapStats, PosedFrame, SceneGraph, SemanticMap, StageSeconds, TrajectorySample, map_sequence,
     poses_per_frame,

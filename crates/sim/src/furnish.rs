@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use gst_core::{InstanceId, ObjectClass, OrientedBox3, Pose3, RoomType};
 
 use crate::SimError;
-use crate::library::FurnitureLibrary;
+use crate::library::{FurnitureLibrary, ModelSplit};
 use crate::plan::{Axis, Plan, Rect};
 
 /// One placed piece of furniture.
@@ -73,11 +73,20 @@ pub struct FurnishConfig {
     pub door_clearance_m: f64,
     /// Placement tries per item before it is skipped.
     pub tries_per_item: usize,
+    /// Which of the catalogue's models furnish the scene (default all; see [`ModelSplit`]).
+    #[serde(skip_serializing_if = "ModelSplit::is_all")]
+    pub models: ModelSplit,
 }
 
 impl Default for FurnishConfig {
     fn default() -> Self {
-        Self { density: 1.0, walker_radius_m: 0.35, door_clearance_m: 0.9, tries_per_item: 40 }
+        Self {
+            density: 1.0,
+            walker_radius_m: 0.35,
+            door_clearance_m: 0.9,
+            tries_per_item: 40,
+            models: ModelSplit::All,
+        }
     }
 }
 
@@ -389,8 +398,13 @@ struct Choice {
     size_m: [f64; 3],
 }
 
-fn choose(library: &FurnitureLibrary, class: ObjectClass, rng: &mut impl Rng) -> Option<Choice> {
-    let variants = library.variants(class);
+fn choose(
+    library: &FurnitureLibrary,
+    models: ModelSplit,
+    class: ObjectClass,
+    rng: &mut impl Rng,
+) -> Option<Choice> {
+    let variants = library.variants_in(class, models);
     if variants.is_empty() {
         return None;
     }
@@ -462,7 +476,7 @@ impl<R: Rng> RoomFurnisher<'_, R> {
 
     /// Places an item with its back against a random wall; `tall` items avoid windows.
     fn against_wall(&mut self, class: ObjectClass) -> Option<usize> {
-        let choice = choose(self.library, class, self.rng)?;
+        let choice = choose(self.library, self.config.models, class, self.rng)?;
         let tall = choice.size_m[2] > 0.85;
         for _ in 0..self.config.tries_per_item {
             let side = self.sides[self.rng.gen_range(0..self.sides.len())];
@@ -495,7 +509,7 @@ impl<R: Rng> RoomFurnisher<'_, R> {
     /// Places `class` beside the item at `anchor` (same wall, same yaw), on the given side (-1 left, +1 right
     /// along the anchor's local x).
     fn beside(&mut self, anchor: usize, class: ObjectClass, side: f64) -> Option<usize> {
-        let choice = choose(self.library, class, self.rng)?;
+        let choice = choose(self.library, self.config.models, class, self.rng)?;
         let a = self.out[anchor].clone();
         let offset_x = side * (a.bbox.size_m[0] / 2.0 + 0.05 + choice.size_m[0] / 2.0);
         // Align the backs: both stand against the same wall.
@@ -509,7 +523,7 @@ impl<R: Rng> RoomFurnisher<'_, R> {
     /// Places `class` in front of the item at `anchor`, `gap_m` away, facing it when `facing` (else the
     /// same way as the anchor).
     fn in_front(&mut self, anchor: usize, class: ObjectClass, gap_m: f64, facing: bool) -> Option<usize> {
-        let choice = choose(self.library, class, self.rng)?;
+        let choice = choose(self.library, self.config.models, class, self.rng)?;
         let a = self.out[anchor].clone();
         let distance = a.bbox.size_m[1] / 2.0 + gap_m + choice.size_m[1] / 2.0;
         let world = a.world_from_model().transform_vector(&Vector3::new(0.0, -distance, 0.0));
@@ -520,7 +534,7 @@ impl<R: Rng> RoomFurnisher<'_, R> {
 
     /// Places `class` on top of the item at `anchor`.
     fn on_top(&mut self, anchor: usize, class: ObjectClass) -> Option<usize> {
-        let choice = choose(self.library, class, self.rng)?;
+        let choice = choose(self.library, self.config.models, class, self.rng)?;
         let a = self.out[anchor].clone();
         if choice.size_m[0] > a.bbox.size_m[0] * 1.2 {
             return None;
@@ -533,8 +547,8 @@ impl<R: Rng> RoomFurnisher<'_, R> {
 
     /// A table in open floor with chairs along its long sides, facing it.
     fn table_with_chairs(&mut self, table_class: ObjectClass, chairs: usize) -> Option<usize> {
-        let choice = choose(self.library, table_class, self.rng)?;
-        let chair = choose(self.library, ObjectClass::Chair, self.rng)?;
+        let choice = choose(self.library, self.config.models, table_class, self.rng)?;
+        let chair = choose(self.library, self.config.models, ObjectClass::Chair, self.rng)?;
         let clearance = choice.size_m[0].max(choice.size_m[1]) / 2.0 + chair.size_m[1] + 0.35;
         for _ in 0..self.config.tries_per_item / 4 {
             let center = self.grid.random_open_point(clearance, self.rng)?;
@@ -552,7 +566,7 @@ impl<R: Rng> RoomFurnisher<'_, R> {
                     let c = t.bbox.center();
                     // A chair on the table's +y side faces -y (yaw of the table), on the -y side it turns round.
                     let chair_yaw = if side > 0.0 { t.yaw } else { normalize_yaw(t.yaw + PI) };
-                    let chair = choose(self.library, ObjectClass::Chair, self.rng)?;
+                    let chair = choose(self.library, self.config.models, ObjectClass::Chair, self.rng)?;
                     let _ = self.try_commit(&chair, [c.x + world.x, c.y + world.y], chair_yaw, 0.0);
                 }
             }

@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use gst_core::ObjectClass;
+use gst_core::{ObjectClass, stable_hash};
 use tracing::{info, warn};
+
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Catalog, DEFAULT_CATALOG_PATH};
 use crate::error::SimError;
@@ -30,6 +32,50 @@ pub struct ModelVariant {
     pub name: String,
     /// Width (x), depth (y), height (z) in metres: the model's bounds in its local frame.
     pub size_m: [f64; 3],
+}
+
+/// Which part of the catalogue's models of each class a scene is furnished with.
+///
+/// The models of a class are split once, by a stable hash of their catalogue id (not by anything scene
+/// generation draws): about a quarter of them are `unseen` and furnish only held-out test scenes, the rest
+/// are `seen` and furnish training, dev and val scenes, so that nothing trained or tuned on those has seen a
+/// test scene's furniture. A class with a single model cannot be split: that model is in both parts (see
+/// [`FurnitureLibrary::shared_classes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelSplit {
+    /// Every model (the default).
+    #[default]
+    All,
+    /// The models not held out.
+    Seen,
+    /// The held-out models, for test scenes.
+    Unseen,
+}
+
+impl ModelSplit {
+    pub fn is_all(&self) -> bool {
+        *self == ModelSplit::All
+    }
+}
+
+/// Whether each of a class's model ids is held out: hash ≡ 0 (mod 4), at least one and never all of them
+/// when there are two or more (the lowest hash is held out when none is, the highest kept when all are).
+fn held_out(ids: &[&str]) -> Vec<bool> {
+    if ids.len() < 2 {
+        return vec![false; ids.len()];
+    }
+    let hashes: Vec<u64> = ids.iter().map(|id| stable_hash(id)).collect();
+    let mut out: Vec<bool> = hashes.iter().map(|h| h % 4 == 0).collect();
+    let lowest = (0..hashes.len()).min_by_key(|&i| hashes[i]).unwrap_or(0);
+    let highest = (0..hashes.len()).max_by_key(|&i| hashes[i]).unwrap_or(0);
+    if !out.contains(&true) {
+        out[lowest] = true;
+    }
+    if !out.contains(&false) {
+        out[highest] = false;
+    }
+    out
 }
 
 /// Furniture models by class, with a cache of loaded meshes.
@@ -83,11 +129,24 @@ impl FurnitureLibrary {
     /// The models `class` can be drawn with: the catalog's entries of the class sorted by id, or a single
     /// primitive of nominal size when there is no catalog or it has no model of this class. Never empty.
     pub fn variants(&self, class: ObjectClass) -> Vec<ModelVariant> {
-        let from_catalog: Vec<ModelVariant> = self
-            .catalog
+        self.variants_in(class, ModelSplit::All)
+    }
+
+    /// [`Self::variants`] restricted to one part of the model split (a class with one model has it in both).
+    pub fn variants_in(&self, class: ObjectClass, models: ModelSplit) -> Vec<ModelVariant> {
+        let entries: Vec<_> = self.catalog.iter().flat_map(|catalog| catalog.entries_of(class)).collect();
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        let held = held_out(&ids);
+        let shared = ids.len() < 2;
+        let from_catalog: Vec<ModelVariant> = entries
             .iter()
-            .flat_map(|catalog| catalog.entries_of(class))
-            .map(|entry| ModelVariant {
+            .zip(held)
+            .filter(|(_, held)| match models {
+                ModelSplit::All => true,
+                ModelSplit::Seen => shared || !held,
+                ModelSplit::Unseen => shared || *held,
+            })
+            .map(|(entry, _)| ModelVariant {
                 key: format!("{CATALOG_PREFIX}{}", entry.id),
                 name: entry.name.clone(),
                 size_m: entry.size_m,
@@ -101,6 +160,12 @@ impl FurnitureLibrary {
             name: format!("{} (primitive)", class.text()),
             size_m: nominal_size_m(class),
         }]
+    }
+
+    /// The classes whose catalogue has a single model, which therefore furnishes both parts of the split.
+    pub fn shared_classes(&self) -> Vec<ObjectClass> {
+        let Some(catalog) = &self.catalog else { return Vec::new() };
+        ObjectClass::ALL.iter().copied().filter(|&class| catalog.entries_of(class).len() == 1).collect()
     }
 
     /// The mesh of a variant key, in the furniture local frame (z up, front towards -y, bottom at z = 0,
@@ -151,6 +216,52 @@ fn primitive_key(class: ObjectClass) -> String {
 #[allow(clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_split_holds_out_some_never_all_and_is_stable() {
+        // Two models or more: at least one held out, at least one kept; one model: nothing held out.
+        for n in 2..12 {
+            let ids: Vec<String> = (0..n).map(|k| format!("model{k}")).collect();
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let held = held_out(&refs);
+            assert!(held.contains(&true) && held.contains(&false), "{n} models: {held:?}");
+            assert_eq!(held, held_out(&refs), "the split is a function of the ids");
+        }
+        assert_eq!(held_out(&["only"]), vec![false]);
+    }
+
+    #[test]
+    fn without_a_catalog_both_parts_are_the_primitive() {
+        let library = FurnitureLibrary::primitives_only();
+        for split in [ModelSplit::All, ModelSplit::Seen, ModelSplit::Unseen] {
+            assert_eq!(library.variants_in(ObjectClass::Bed, split), library.variants(ObjectClass::Bed));
+        }
+        assert!(library.shared_classes().is_empty());
+    }
+
+    #[test]
+    fn with_the_catalog_seen_and_unseen_partition_each_class() -> Result<(), SimError> {
+        let Ok(library) = FurnitureLibrary::open(Some(Path::new(DEFAULT_CATALOG_PATH))) else {
+            return Ok(()); // the catalogue package is not installed here; the split tests above still ran
+        };
+        let shared = library.shared_classes();
+        for &class in ObjectClass::ALL {
+            let keys = |split| -> Vec<String> {
+                library.variants_in(class, split).into_iter().map(|v| v.key).collect()
+            };
+            let (all, seen, unseen) =
+                (keys(ModelSplit::All), keys(ModelSplit::Seen), keys(ModelSplit::Unseen));
+            if shared.contains(&class) || all.len() < 2 {
+                assert_eq!(seen, all, "{class:?}");
+                assert_eq!(unseen, all, "{class:?}");
+                continue;
+            }
+            assert!(!seen.is_empty() && !unseen.is_empty(), "{class:?}: {all:?}");
+            assert!(seen.iter().all(|k| !unseen.contains(k)), "{class:?}: parts overlap");
+            assert_eq!(seen.len() + unseen.len(), all.len(), "{class:?}: parts cover the class");
+        }
+        Ok(())
+    }
     use std::io::Write;
     use std::path::PathBuf;
 

@@ -324,8 +324,7 @@ fn try_generate(config: &PlanConfig, rng: &mut impl Rng) -> Option<Plan> {
         if short >= 2.0 * min_side + corridor_width {
             let low = if along_x { largest.min[1] } else { largest.min[0] };
             // Inclusive, and the upper end never below `min_side`: `short` may leave exactly `min_side` on both
-            // sides, and `short - min_side - corridor_width` can then round to just under it (both panicked:
-            // the second with seed 200's scene_002 of a TDS-heavy run).
+            // sides, and `short - min_side - corridor_width` can then round to just under it (both panicked).
             let highest = (short - min_side - corridor_width).max(min_side);
             let start = snap(low + rng.gen_range(min_side..=highest));
             let end = start + corridor_width;

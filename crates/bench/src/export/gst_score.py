@@ -8,6 +8,36 @@ two give the same scores on the same predictions.
 import math
 
 # ------------------------------------------------------------------------------------------------------
+# The prompt (crates/vlm's e2e mode, the release's order).
+
+def prompt_parts(texts, video, images):
+    """The GST-Bench prompt as gst-vlm's e2e mode builds it: [(kind, value)] with kind "text", "video" or
+    "image": text 0, the video, then text i followed by image i, then any remaining images; adjacent texts
+    merged with a newline unless one has whitespace at the joint."""
+    texts = list(texts or [])
+    images = list(images or [])
+    parts = []
+    if texts:
+        parts.append(("text", texts[0]))
+    parts.append(("video", video))
+    for i, text in enumerate(texts[1:], start=1):
+        parts.append(("text", text))
+        if i - 1 < len(images):
+            parts.append(("image", images[i - 1]))
+    for path in images[max(len(texts) - 1, 0):]:
+        parts.append(("image", path))
+    merged = []
+    for kind, value in parts:
+        if kind == "text" and merged and merged[-1][0] == "text":
+            previous = merged[-1][1]
+            glue = "" if (previous[-1:].isspace() or value[:1].isspace()) else "\n"
+            merged[-1] = ("text", previous + glue + value)
+        else:
+            merged.append((kind, value))
+    return merged
+
+
+# ------------------------------------------------------------------------------------------------------
 # Metrics (crates/bench/src/metrics.rs).
 
 ANGLE_LADDER_DEG = [5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0, 45.0, 50.0]

@@ -26,29 +26,9 @@ def gst_doc_to_visual(doc):
 
 
 def _parts(doc):
-    """The GST-Bench prompt as gst-vlm's e2e mode builds it: text 0, the video, then text i followed by
-    image i, then any remaining images; adjacent texts merged with a newline unless one has whitespace."""
-    texts = list(doc.get("texts") or [])
+    """The prompt in the release's order (gst_score.prompt_parts), with paths inside this folder."""
     images = [_media(image) for image in (doc.get("images") or [])]
-    parts = []
-    if texts:
-        parts.append(("text", texts[0]))
-    parts.append(("video", _media(doc["video"])))
-    for i, text in enumerate(texts[1:], start=1):
-        parts.append(("text", text))
-        if i - 1 < len(images):
-            parts.append(("image", images[i - 1]))
-    for path in images[max(len(texts) - 1, 0):]:
-        parts.append(("image", path))
-    merged = []
-    for kind, value in parts:
-        if kind == "text" and merged and merged[-1][0] == "text":
-            previous = merged[-1][1]
-            glue = "" if (previous[-1:].isspace() or value[:1].isspace()) else "\n"
-            merged[-1] = ("text", previous + glue + value)
-        else:
-            merged.append((kind, value))
-    return merged
+    return gst_score.prompt_parts(doc.get("texts"), _media(doc["video"]), images)
 
 
 def gst_doc_to_text(doc, lmms_eval_specific_kwargs=None):

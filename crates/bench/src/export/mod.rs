@@ -1,5 +1,6 @@
 //! Exporting a benchmark split into the forms other tools read: an lmms-eval task folder
-//! ([`ExportFormat::LmmsEval`]) and a Hugging Face datasets folder ([`ExportFormat::Hf`]).
+//! ([`ExportFormat::LmmsEval`]), a VLMEvalKit video dataset ([`ExportFormat::VlmEvalKit`]) and a Hugging
+//! Face datasets folder ([`ExportFormat::Hf`]).
 //!
 //! The input is any folder of GST question files (`gst generate`'s `bench/` with `questions/*.json`, or the
 //! release's flat layout). Every question is checked first: its task must be one the exporter knows and its
@@ -12,6 +13,12 @@
 //! `data/<task>.jsonl` (read by `dataset_path: json` with absolute local `data_files`), `media/`, and
 //! `utils.py` + `gst_score.py`, the task functions and `gst score`'s metrics in Python
 //! (`gst_score.py` mirrors `gst_core::extract` and [`crate::metrics`]; tests check they agree).
+//!
+//! The VLMEvalKit folder holds `GST_Bench.tsv` (the global setting) and `GST_Bench_Local.tsv` (the local
+//! settings), one row per question in VLMEvalKit's video-dataset layout (`index`, `question`, `video` =
+//! the path under the folder without `.mp4`, plus our `uid`, `texts`, `images`, `kind`, `answer`, ...),
+//! `media/`, `gst_vlmeval.py` (the dataset class `GSTBench` on VLMEvalKit's `VideoBaseDataset`, its
+//! registration, and a launcher of VLMEvalKit's `run.py`) and `gst_score.py`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -26,22 +33,30 @@ use crate::BenchError;
 pub const GST_SCORE_PY: &str = include_str!("gst_score.py");
 /// The lmms-eval task functions (doc_to_visual, doc_to_text, doc_to_messages, process_results, aggregation).
 pub const LMMS_UTILS_PY: &str = include_str!("lmms_utils.py");
+/// The VLMEvalKit dataset class, its registration and launcher.
+pub const VLMEVAL_PY: &str = include_str!("gst_vlmeval.py");
+/// VLMEvalKit dataset names: the global setting and GST-Bench-Local's settings.
+pub const VLMEVAL_GLOBAL: &str = "GST_Bench";
+pub const VLMEVAL_LOCAL: &str = "GST_Bench_Local";
 
 /// What to export to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     /// An lmms-eval task folder for `--include_path`.
     LmmsEval,
+    /// A VLMEvalKit video dataset: TSVs, media and the dataset class that registers them.
+    VlmEvalKit,
     /// A Hugging Face datasets folder: JSONL, media and a README.md dataset card.
     Hf,
 }
 
 impl ExportFormat {
-    pub const ALL: [ExportFormat; 2] = [ExportFormat::LmmsEval, ExportFormat::Hf];
+    pub const ALL: [ExportFormat; 3] = [ExportFormat::LmmsEval, ExportFormat::VlmEvalKit, ExportFormat::Hf];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ExportFormat::LmmsEval => "lmms-eval",
+            ExportFormat::VlmEvalKit => "vlmevalkit",
             ExportFormat::Hf => "hf",
         }
     }
@@ -60,7 +75,7 @@ pub struct ExportSummary {
     pub media: usize,
     /// Of those, how many had to be copied (hard linking failed).
     pub copied: usize,
-    /// Task names (lmms-eval) or data files (hf), in order.
+    /// Task names (lmms-eval), dataset names (VLMEvalKit) or data files (hf), in order.
     pub subsets: Vec<String>,
 }
 
@@ -279,6 +294,9 @@ fn write_file(path: &Path, text: &str) -> Result<(), BenchError> {
 /// Exports the split at `bench` to `out` (which must not exist, or be an empty folder).
 pub fn export(bench: &Path, format: ExportFormat, out: &Path) -> Result<ExportSummary, BenchError> {
     let (questions, media) = load(bench)?;
+    if format == ExportFormat::VlmEvalKit {
+        check_vlmevalkit(&questions)?;
+    }
     let final_out = absolute_out(out)?;
     let parent = final_out.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
     let name = final_out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -291,6 +309,7 @@ pub fn export(bench: &Path, format: ExportFormat, out: &Path) -> Result<ExportSu
         let copied = place_media(&staging, &media)?;
         let subsets = match format {
             ExportFormat::LmmsEval => write_lmms_eval(&staging, &final_out, &questions)?,
+            ExportFormat::VlmEvalKit => write_vlmevalkit(&staging, &questions)?,
             ExportFormat::Hf => write_hf(&staging, bench, &questions)?,
         };
         if final_out.is_dir() {
@@ -491,4 +510,102 @@ fn write_hf(staging: &Path, bench: &Path, questions: &[ExportQuestion]) -> Resul
     );
     write_file(&staging.join("README.md"), &card)?;
     Ok(vec!["data/test.jsonl".to_string()])
+}
+
+/// VLMEvalKit reads a video as `<root>/<video>.mp4`: every video must be an MP4 file.
+fn check_vlmevalkit(questions: &[ExportQuestion]) -> Result<(), BenchError> {
+    for question in questions {
+        if !question.video.ends_with(".mp4") {
+            return Err(export_error(
+                &question.question.uid,
+                format!(
+                    "its video {} is not an .mp4 file, which VLMEvalKit's video datasets need",
+                    question.video
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A TSV field quoted as pandas' `QUOTE_ALL` writes it (VLMEvalKit's `dump`): inside quotes, `"` doubled.
+fn tsv_field(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// The columns of the VLMEvalKit TSVs.
+const VLMEVAL_COLUMNS: [&str; 14] = [
+    "index",
+    "uid",
+    "question",
+    "video",
+    "video_path",
+    "texts",
+    "images",
+    "task",
+    "column",
+    "setting",
+    "kind",
+    "metric",
+    "answer",
+    "scene",
+];
+
+fn vlmeval_row(index: usize, q: &ExportQuestion) -> Result<String, BenchError> {
+    let question = &q.question;
+    let json = |value: &[String]| {
+        serde_json::to_string(value)
+            .map_err(|e| export_error(&question.uid, format!("cannot serialise: {e}")))
+    };
+    // The prompt's texts as one string (VLMEvalKit's `question` column; the class builds the interleaved
+    // prompt from `texts` and `images`).
+    let mut text = String::new();
+    for (i, piece) in question.texts.iter().enumerate() {
+        if i > 0 && !piece.starts_with(char::is_whitespace) {
+            text.push('\n');
+        }
+        text.push_str(piece);
+    }
+    let fields = [
+        index.to_string(),
+        question.uid.clone(),
+        text,
+        q.video.strip_suffix(".mp4").unwrap_or(&q.video).to_string(),
+        q.video.clone(),
+        json(&question.texts)?,
+        json(&q.images)?,
+        question.task.as_str().to_string(),
+        question.task.column().to_string(),
+        setting_key(question.setting).to_string(),
+        kind_key(question.task.answer_kind()).to_string(),
+        question.task.metric().name().to_string(),
+        answer_text(&question.answer),
+        question.scene.clone(),
+    ];
+    Ok(fields.iter().map(|field| tsv_field(field)).collect::<Vec<_>>().join("\t"))
+}
+
+fn write_vlmevalkit(staging: &Path, questions: &[ExportQuestion]) -> Result<Vec<String>, BenchError> {
+    write_file(&staging.join("gst_vlmeval.py"), VLMEVAL_PY)?;
+    write_file(&staging.join("gst_score.py"), GST_SCORE_PY)?;
+    let mut names = Vec::new();
+    for (name, global) in [(VLMEVAL_GLOBAL, true), (VLMEVAL_LOCAL, false)] {
+        let mut rows: Vec<&ExportQuestion> =
+            questions.iter().filter(|q| q.question.setting.is_global() == global).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        // The paper's column order, then file order within a column.
+        rows.sort_by_key(|q| (q.question.task, q.question.setting));
+        let header = VLMEVAL_COLUMNS.iter().map(|c| tsv_field(c)).collect::<Vec<_>>().join("\t");
+        let mut table = header;
+        table.push('\n');
+        for (index, question) in rows.iter().enumerate() {
+            table.push_str(&vlmeval_row(index, question)?);
+            table.push('\n');
+        }
+        write_file(&staging.join(format!("{name}.tsv")), &table)?;
+        names.push(name.to_string());
+    }
+    Ok(names)
 }
