@@ -33,17 +33,17 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-/// A two-room house explored for ~8 s at 10 fps, rendered at 320x256 and exported as TUM RGB-D.
+/// A three-room house explored for 16–30 s at 10 fps, rendered at 320x256 and exported as TUM RGB-D.
 fn episode(dir: &Path) -> anyhow::Result<()> {
     let library = common::library();
     let mut config = SceneConfig::default();
-    config.plan.min_rooms = 2;
-    config.plan.max_rooms = 2;
+    config.plan.min_rooms = 3;
+    config.plan.max_rooms = 3;
     let scene = generate_scene(5, &config, &library)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let trajectory = explore(
         &scene,
-        &ExploreConfig { fps: 10.0, duration_s: [8.0, 8.0], ..ExploreConfig::default() },
+        &ExploreConfig { fps: 10.0, duration_s: [16.0, 30.0], ..ExploreConfig::default() },
         &mut rng,
     )?;
     let render_scene = build_render_scene(&scene, &library)?;
