@@ -55,8 +55,11 @@ fn split_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary folder: {e}"));
-        for media in ["videos/scene_000/explore.mp4", "images/scene_000/topdown_binary.png", "images/scene_000/view_00.png"]
-        {
+        for media in [
+            "videos/scene_000/explore.mp4",
+            "images/scene_000/topdown_binary.png",
+            "images/scene_000/view_00.png",
+        ] {
             let path = dir.path().join(media);
             std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap_or_else(|e| panic!("{e}"));
             std::fs::write(&path, b"media").unwrap_or_else(|e| panic!("{e}"));

@@ -49,7 +49,10 @@ fn config(server: &TestServer) -> OpenAiConfig {
 fn echoing(status: u16) -> anyhow::Result<TestServer> {
     Ok(TestServer::start(Vec::new(), Duration::ZERO, move |request| {
         let auth = request.header("authorization").unwrap_or("none").to_owned();
-        Reply::status(status, &format!("{{\"error\": {{\"message\": \"Incorrect API key provided: {auth}\"}}}}"))
+        Reply::status(
+            status,
+            &format!("{{\"error\": {{\"message\": \"Incorrect API key provided: {auth}\"}}}}"),
+        )
     })?)
 }
 
@@ -58,7 +61,8 @@ fn api_keys_never_reach_error_messages() -> anyhow::Result<()> {
     for status in [401, 500, 400] {
         let server = echoing(status)?;
         let vlm = OpenAiVlm::new(config(&server))?;
-        let error = vlm.generate(&text_request()).err().ok_or_else(|| anyhow::anyhow!("no error on {status}"))?;
+        let error =
+            vlm.generate(&text_request()).err().ok_or_else(|| anyhow::anyhow!("no error on {status}"))?;
         // The key did travel (the server saw it), but the message does not show it.
         let sent = server.requests().first().and_then(|r| r.header("authorization").map(str::to_owned));
         assert_eq!(sent.as_deref(), Some(format!("Bearer {KEY}").as_str()));
