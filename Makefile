@@ -31,7 +31,7 @@ help:
 	@echo "make models      the map baseline's object classifier from 32 GST-Train scenes (models/objects.json)"
 	@echo "make bench-viz   gst slam with and without a Rerun recording on a 3-minute episode"
 	@echo "make screenshot  docs/viewer.png: the Rerun viewer (headless) on the demo recording"
-	@echo "make fuzz   fuzz the calibration and question parsers from their seed corpora (FUZZ_CASES per target)"
+	@echo "make fuzz   fuzz every parser of outside input from its seed corpus in fuzz/corpus/ (FUZZ_CASES per target)"
 	@echo "make setup  install system packages and the project virtualenv (idempotent)"
 	@echo "make test-harness  lmms-eval 0.7.3 for real (in $(HARNESS_VENV), pulls torch: GBs) runs our exported task against a stub server"
 	@echo "make export-timing  time gst export (every format) on a generated bench, per scene"
@@ -86,11 +86,17 @@ links:
 
 test: fmt layers links clippy unit
 
-# Corpus-mutation fuzzing (crates/core/tests/fuzz_parsers.rs): `make test` runs 256 cases per target;
-# this runs FUZZ_CASES per target (default 1,000,000).
+# Corpus-mutation fuzzing (fuzz/harness.rs; targets in crates/*/tests/fuzz_*.rs and
+# crates/vlm/tests/hostile_replies.rs): `make test` runs 256 cases per target over its seed corpus
+# (fuzz/corpus/<target>/) and replays fuzz/regressions/; this runs FUZZ_CASES per target (default
+# 1,000,000), one target at a time, in the test profile (optimised dependencies).
+comma := ,
+space := $(empty) $(empty)
 FUZZ_CASES ?= 1000000
+FUZZ_TESTS = -p gst-core --test fuzz_parsers, -p gst-io --test fuzz_io, -p gst-sim --test fuzz_sim, -p gst-vlm --test hostile_replies
 fuzz:
-	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release -p gst-core --test fuzz_parsers -- fuzz_ --test-threads=1
+	source $(VENV)/env.sh && for t in $(subst $(comma),$(space),$(subst $(space),+,$(FUZZ_TESTS))); do \
+	  PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test $$(echo $$t | tr + ' ') -- fuzz_ --test-threads=1 || exit 1; done
 
 # Not part of `make test`: installs lmms-eval (and torch, ~3.5 GB of wheels) into its own virtualenv.
 $(HARNESS_VENV)/.lmms-eval-0.7.3:

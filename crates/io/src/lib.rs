@@ -33,7 +33,7 @@ pub use source::{
 };
 pub use tum::{
     TUM_DEFAULT_DEPTH_SCALE, TUM_MAX_DIFFERENCE_S, TumEntry, TumFrame, TumSequence, TumWriter, associate,
-    read_trajectory_tum, write_trajectory_tum,
+    parse_list, parse_trajectory_tum, read_trajectory_tum, write_trajectory_tum,
 };
 pub use undistort::Undistorter;
 pub use video::{VideoReader, VideoWriter, read_video};

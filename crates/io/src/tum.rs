@@ -436,8 +436,12 @@ impl TumSequence {
 /// The data lines of a file: 1-based line number and fields, skipping blank lines and `#` comments.
 fn data_lines(path: &Path) -> Result<Vec<(usize, Vec<String>)>, IoError> {
     let text = std::fs::read_to_string(path).map_err(|source| IoError::Io { path: path.into(), source })?;
-    Ok(text
-        .lines()
+    Ok(text_lines(&text))
+}
+
+/// The data lines of a text: 1-based line number and fields, skipping blank lines and `#` comments.
+fn text_lines(text: &str) -> Vec<(usize, Vec<String>)> {
+    text.lines()
         .enumerate()
         .filter(|(_, line)| {
             let line = line.trim();
@@ -447,7 +451,7 @@ fn data_lines(path: &Path) -> Result<Vec<(usize, Vec<String>)>, IoError> {
             let fields = line.split_whitespace().map(str::to_string).collect();
             (index + 1, fields)
         })
-        .collect())
+        .collect()
 }
 
 fn parse_number(path: &Path, line: usize, what: &str, field: &str) -> Result<f64, IoError> {
@@ -463,9 +467,19 @@ fn parse_number(path: &Path, line: usize, what: &str, field: &str) -> Result<f64
 
 /// Reads `rgb.txt` or `depth.txt`: `timestamp filename` lines, sorted by timestamp on return.
 fn read_list(path: &Path) -> Result<Vec<(f64, String)>, IoError> {
+    parse_list_lines(data_lines(path)?, path)
+}
+
+/// Parses the text of `rgb.txt` or `depth.txt` (see [`TumSequence::open`]); `path` names the file in
+/// errors. Entries are sorted by timestamp on return; a repeated timestamp or an empty list is an error.
+pub fn parse_list(text: &str, path: &Path) -> Result<Vec<(f64, String)>, IoError> {
+    parse_list_lines(text_lines(text), path)
+}
+
+fn parse_list_lines(lines: Vec<(usize, Vec<String>)>, path: &Path) -> Result<Vec<(f64, String)>, IoError> {
     let mut entries = Vec::new();
     let mut lines_of_entries = Vec::new();
-    for (line, fields) in data_lines(path)? {
+    for (line, fields) in lines {
         let [stamp, file] = fields.as_slice() else {
             return Err(IoError::MalformedLine {
                 path: path.into(),
@@ -498,10 +512,19 @@ fn read_list(path: &Path) -> Result<Vec<(f64, String)>, IoError> {
 /// quaternion normalised on reading), `#` comments and blank lines skipped. Timestamps must increase; a
 /// file without poses is an error.
 pub fn read_trajectory_tum(path: &Path) -> Result<Trajectory, IoError> {
+    trajectory_from_lines(data_lines(path)?, path)
+}
+
+/// Parses the text of a TUM trajectory file (see [`read_trajectory_tum`]); `path` names it in errors.
+pub fn parse_trajectory_tum(text: &str, path: &Path) -> Result<Trajectory, IoError> {
+    trajectory_from_lines(text_lines(text), path)
+}
+
+fn trajectory_from_lines(lines: Vec<(usize, Vec<String>)>, path: &Path) -> Result<Trajectory, IoError> {
     let malformed =
         |line: usize, message: String| IoError::MalformedLine { path: path.into(), line, message };
     let mut poses: Vec<TimedPose> = Vec::new();
-    for (line, fields) in data_lines(path)? {
+    for (line, fields) in lines {
         if fields.len() != 8 {
             return Err(malformed(
                 line,

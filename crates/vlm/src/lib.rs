@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use cache::ResponseCache;
 pub use error::VlmError;
 pub use onnx::{OnnxConfig, OnnxVlm};
-pub use openai::{OpenAiConfig, OpenAiVlm, VideoInput};
+pub use openai::{OpenAiConfig, OpenAiVlm, VideoInput, parse_completion};
 pub use prompt::{FrameSampling, MapContext, PromptConfig, PromptMode, build_request};
 pub use request::{Part, Usage, VideoFrames, VlmImage, VlmRequest, VlmResponse};
 

@@ -49,6 +49,9 @@ pub struct OpenAiConfig {
     /// Environment variable holding the API key, sent as `Authorization: Bearer …` when set (default
     /// `OPENAI_API_KEY`; local servers need none).
     pub api_key_env: String,
+    /// A file holding the API key (its first line, trimmed), read instead of `api_key_env` when set
+    /// (default `None`). The key itself is never part of the configuration, logs or error messages.
+    pub api_key_file: Option<PathBuf>,
     /// Upper bound on the answer's tokens (`max_tokens`; default 256: GST's answers are one number, point
     /// or letter, with room for a short explanation).
     pub max_tokens: u32,
@@ -81,6 +84,7 @@ impl Default for OpenAiConfig {
             url: "http://localhost:8000/v1".into(),
             model: String::new(),
             api_key_env: "OPENAI_API_KEY".into(),
+            api_key_file: None,
             max_tokens: 256,
             temperature: 0.0,
             connect_timeout_s: 10.0,
@@ -178,12 +182,21 @@ impl Drop for Permit<'_> {
     }
 }
 
+/// An API key: its `Debug` form never shows it.
+struct ApiKey(String);
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[API key]")
+    }
+}
+
 /// The HTTP backend.
 #[derive(Debug)]
 pub struct OpenAiVlm {
     config: OpenAiConfig,
     endpoint: String,
-    api_key: Option<String>,
+    api_key: Option<ApiKey>,
     agent: ureq::Agent,
     cache: Option<ResponseCache>,
     slots: Semaphore,
@@ -198,7 +211,21 @@ impl OpenAiVlm {
     /// Checks the configuration and reads the API key from its variable (absent is fine: local servers).
     pub fn new(config: OpenAiConfig) -> Result<Self, VlmError> {
         config.validate()?;
-        let api_key = std::env::var(&config.api_key_env).ok().filter(|key| !key.trim().is_empty());
+        let api_key = match &config.api_key_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    VlmError::Config(format!("cannot read the API key file {}: {e}", path.display()))
+                })?;
+                let key = text.lines().next().unwrap_or_default().trim().to_owned();
+                if key.is_empty() {
+                    return Err(VlmError::Config(format!("the API key file {} is empty", path.display())));
+                }
+                Some(key)
+            }
+            None => std::env::var(&config.api_key_env).ok().map(|key| key.trim().to_owned()),
+        }
+        .filter(|key| !key.is_empty())
+        .map(ApiKey);
         let agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_secs_f64(config.connect_timeout_s))
             .timeout(Duration::from_secs_f64(config.timeout_s))
@@ -269,7 +296,7 @@ impl OpenAiVlm {
         loop {
             attempt += 1;
             let mut call = self.agent.post(url).set("Content-Type", "application/json");
-            if let Some(key) = &self.api_key {
+            if let Some(ApiKey(key)) = &self.api_key {
                 call = call.set("Authorization", &format!("Bearer {key}"));
             }
             let (retry_after_s, failure) = match call.send_string(body) {
@@ -281,13 +308,13 @@ impl OpenAiVlm {
                     })?;
                     return serde_json::from_str(&text).map_err(|e| VlmError::MalformedResponse {
                         url: url.clone(),
-                        message: format!("not JSON ({e}): {}", excerpt(&text)),
+                        message: self.redact(format!("not JSON ({e}): {}", excerpt(&text))),
                     });
                 }
                 Err(ureq::Error::Status(status, response)) => {
                     let retry_after_s =
                         response.header("Retry-After").and_then(|v| v.trim().parse::<f64>().ok());
-                    let body = excerpt(&response.into_string().unwrap_or_default());
+                    let body = self.redact(excerpt(&response.into_string().unwrap_or_default()));
                     if status == 401 || status == 403 {
                         return Err(VlmError::Auth {
                             url: url.clone(),
@@ -307,7 +334,7 @@ impl OpenAiVlm {
                     VlmError::Unreachable {
                         url: url.clone(),
                         attempts: attempt,
-                        message: transport.to_string(),
+                        message: self.redact(transport.to_string()),
                     },
                 ),
             };
@@ -327,16 +354,34 @@ impl OpenAiVlm {
         }
     }
 
+    /// `text` with every occurrence of the API key replaced: servers echo keys in their error bodies.
+    fn redact(&self, text: String) -> String {
+        match &self.api_key {
+            Some(ApiKey(key)) if text.contains(key.as_str()) => text.replace(key.as_str(), "[API key]"),
+            _ => text,
+        }
+    }
+
+    fn redact_error(&self, error: VlmError) -> VlmError {
+        match error {
+            VlmError::MalformedResponse { url, message } => {
+                VlmError::MalformedResponse { url, message: self.redact(message) }
+            }
+            other => other,
+        }
+    }
+
     fn generate_uncounted(&self, request: &VlmRequest) -> Result<VlmResponse, VlmError> {
         let body = serde_json::to_string(&self.body(request)?)
             .map_err(|e| VlmError::Config(format!("cannot serialise the request for {}: {e}", request.id)))?;
         let key = ResponseCache::key(body.as_bytes());
         if let Some(entry) = self.cache.as_ref().and_then(|cache| cache.get(&key)) {
-            let (text, usage) = parse_completion(&entry.response, &self.endpoint)?;
+            let (text, usage) =
+                parse_completion(&entry.response, &self.endpoint).map_err(|e| self.redact_error(e))?;
             return Ok(VlmResponse { text, usage, cached: true });
         }
         let response = self.send(&body)?;
-        let (text, usage) = parse_completion(&response, &self.endpoint)?;
+        let (text, usage) = parse_completion(&response, &self.endpoint).map_err(|e| self.redact_error(e))?;
         if let Some(cache) = &self.cache {
             cache.put(&CacheEntry {
                 key,
