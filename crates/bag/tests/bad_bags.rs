@@ -30,18 +30,9 @@ fn outcome(path: &Path, options: &BagOptions) -> Result<usize, String> {
 
 /// The error text of opening `path` and reading every frame (opening and reading are both allowed to fail).
 fn failure(path: &Path, options: &BagOptions) -> String {
-    let result = std::panic::catch_unwind(|| -> Result<usize, gst_io::IoError> {
-        let mut source = BagSource::open(path, options)?;
-        let mut n = 0;
-        while source.next_frame()?.is_some() {
-            n += 1;
-        }
-        Ok(n)
-    });
-    match result {
-        Err(_) => panic!("{}: reading panicked", path.display()),
-        Ok(Ok(n)) => panic!("{}: expected an error, read {n} frames", path.display()),
-        Ok(Err(e)) => e.to_string(),
+    match outcome(path, options) {
+        Ok(n) => panic!("{}: expected an error, read {n} frames", path.display()),
+        Err(text) => text,
     }
 }
 

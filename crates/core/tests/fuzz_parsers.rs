@@ -15,9 +15,9 @@ use gst_core::calibration::Calibration;
 use gst_core::question::Question;
 use proptest::prelude::*;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+#[path = "../../../fuzz/harness.rs"]
+mod harness;
+use harness::{Edit, apply, repo_root};
 
 /// Every file directly in `dir` whose name ends with one of `exts`, sorted for determinism.
 fn files(dir: &Path, exts: &[&str]) -> Vec<Vec<u8>> {
@@ -43,15 +43,6 @@ fn question_seeds() -> Vec<Vec<u8>> {
     seeds
 }
 
-#[derive(Clone, Debug)]
-enum Edit {
-    Flip(usize, u8),
-    Insert(usize, u8),
-    Delete(usize),
-    Truncate(usize),
-    Duplicate(usize, usize),
-}
-
 fn edit() -> impl Strategy<Value = Edit> {
     // Bytes biased towards syntax the parsers care about.
     let byte =
@@ -63,28 +54,6 @@ fn edit() -> impl Strategy<Value = Edit> {
         any::<usize>().prop_map(Edit::Truncate),
         (any::<usize>(), 1usize..64).prop_map(|(i, n)| Edit::Duplicate(i, n)),
     ]
-}
-
-fn apply(mut data: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
-    for e in edits {
-        let len = data.len();
-        match *e {
-            Edit::Flip(i, b) if len > 0 => data[i % len] = b,
-            Edit::Insert(i, b) => data.insert(i % (len + 1), b),
-            Edit::Delete(i) if len > 0 => {
-                data.remove(i % len);
-            }
-            Edit::Truncate(i) => data.truncate(i % (len + 1)),
-            Edit::Duplicate(i, n) if len > 0 => {
-                let start = i % len;
-                let end = (start + n).min(len);
-                let span = data[start..end].to_vec();
-                data.splice(start..start, span);
-            }
-            _ => {}
-        }
-    }
-    data
 }
 
 fn parse_calibration(bytes: &[u8]) {
